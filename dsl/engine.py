@@ -1,0 +1,26 @@
+"""The eager numpy engine: executes a Graph node by node with each op's numpy reference.
+
+It is the project's oracle: every rule is re-checked on the concrete inputs, and
+shape ops stay numpy views.
+"""
+from __future__ import annotations
+
+from .ir import Graph
+from .ops import registry
+from .values import runtime_type
+
+
+def run_graph(graph: Graph, feeds: dict) -> list:
+    """Run ``graph`` on checked feeds (name -> ndarray / list / None); returns output values."""
+    env = dict(graph.initializers)
+    env.update(feeds)
+    for node in graph.nodes:
+        opdef = registry.get(node.op_type, node.name, node.domain)
+        schema = opdef.schema(graph.opset, node.name)
+        args = [None if v is None else env[v.name] for v in node.inputs]
+        types = [None if v is None else runtime_type(a) for v, a in zip(node.inputs, args)]
+        call = opdef.make_call(schema, node.name, node.attrs, types, args)
+        opdef.infer(schema, call)
+        for value, result in zip(node.outputs, opdef.reference(call, args)):
+            env[value.name] = result
+    return [env[v.name] for v in graph.outputs]

@@ -1,0 +1,35 @@
+"""The one error hierarchy users see: every user-caused failure is a DslError."""
+from __future__ import annotations
+
+
+class DslError(ValueError):
+    """Base of every error a user can cause.
+
+    The message names the op (and node, when there is one), the offending value
+    and what was expected, e.g.
+    ``Unsqueeze (node 'mask_4d'): axis 5 out of range [-4, 3] for output rank 4``.
+    """
+
+
+class ShapeError(DslError):
+    """A shape, axis, permutation or broadcast is invalid for the op."""
+
+
+class DTypeError(DslError):
+    """An element type is unknown or not allowed where it was used."""
+
+
+class UnsupportedError(DslError):
+    """A valid request this project does not implement (op, opset, feature)."""
+
+
+class InputError(DslError):
+    """A runtime input (feed, buffer, attribute value) is malformed."""
+
+
+def where(op: str | None, node: str | None = None) -> str:
+    """Format the location prefix of an error message: ``Op (node 'n')``."""
+    text = op or "dsl"
+    if node:
+        text += f" (node {node!r})"
+    return text

@@ -1,0 +1,5 @@
+"""The op registry and every op family (importing this package registers them all)."""
+from . import constant, shape  # noqa: F401  (registration side effects)
+from .registry import LATEST_OPSET, MIN_OPSET, OpDef, all_ops, get
+
+__all__ = ["LATEST_OPSET", "MIN_OPSET", "OpDef", "all_ops", "get"]

@@ -1,0 +1,235 @@
+"""Op definitions and the registry: versioned schemas, rule, reference and lowering in one object.
+
+An op module builds one ``OpDef`` per ONNX operator and calls ``register``; nothing
+else in the project dispatches on op names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..dtypes import DType
+from ..errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError, where
+from ..ir import OptionalType, SequenceType, TensorType
+
+MIN_OPSET = 1
+LATEST_OPSET = 28  # newest default-domain opset this project implements (onnx 1.23 defines 28)
+
+REQUIRED = object()  # marks an attribute without a default
+INT64 = dtypes.types("int64")
+
+
+@dataclass(frozen=True)
+class Input:
+    """A formal input. ``types`` None means the schema's type variable T."""
+
+    name: str
+    types: frozenset | None = None
+    optional: bool = False
+    needs_value: bool = False  # the rule reads its contents (axes, shape)
+
+
+@dataclass(frozen=True)
+class Attr:
+    """A formal attribute: kind in int, ints, float, floats, string, strings, tensor."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+
+
+@dataclass(frozen=True)
+class Schema:
+    """One ONNX schema version, valid from ``version`` up to the next one."""
+
+    version: int
+    inputs: tuple[Input, ...]
+    attrs: tuple[Attr, ...]
+    types: frozenset[DType]
+    seq_types: frozenset[DType] = frozenset()   # element types of accepted seq(T)
+    accepts_optional: bool = False              # optional(T) of the above accepted
+
+    def attr(self, name: str) -> Attr | None:
+        return next((a for a in self.attrs if a.name == name), None)
+
+    def input_index(self, name: str) -> int | None:
+        return next((i for i, inp in enumerate(self.inputs) if inp.name == name), None)
+
+
+@dataclass(eq=False)
+class Call:
+    """One application of an op: what a rule validates and a reference executes.
+
+    ``values[i]`` is the concrete array of input i when known (always at run time;
+    at graph-inference time only for constants). A rule records what it decided
+    (normalized axes, target shape) in ``plan`` for the reference and lowering.
+    """
+
+    op: str
+    version: int
+    node: str
+    attrs: dict[str, Any]
+    types: list[Any]
+    values: list[Any]
+    plan: Any = None
+    folded: list[Any] | None = None  # output values a rule can compute from types alone
+
+    def fail(self, message: str, cls: type[DslError] = ShapeError):
+        raise cls(f"{where(self.op, self.node)}: {message}")
+
+    def int_list(self, index: int, what: str) -> list[int] | None:
+        """Input ``index`` as a list of ints (a 1-D int64 tensor), or None if unknown."""
+        value = self.values[index]
+        if value is None:
+            return None
+        if value.ndim != 1:
+            self.fail(f"{what} must be a 1-D int64 tensor, got rank {value.ndim} shape {list(value.shape)}")
+        return [int(v) for v in value]
+
+
+Rule = Callable[[Call], list]
+Reference = Callable[[Call, list], list]
+
+
+@dataclass(eq=False)
+class OpDef:
+    """An ONNX operator: schemas by version, the shape/type rule, the numpy reference
+    and, for pure shape ops, ``view``: the same transform applied to a View."""
+
+    name: str
+    schemas: tuple[Schema, ...]
+    rule: Rule
+    reference: Reference
+    view: Callable | None = None
+    doc: str = ""
+
+    def schema(self, opset: int, node: str = "") -> Schema:
+        """The schema in force at a default-domain opset."""
+        if not isinstance(opset, (int, np.integer)) or isinstance(opset, bool) \
+                or not MIN_OPSET <= opset <= LATEST_OPSET:
+            raise UnsupportedError(f"{where(self.name, node)}: opset {opset!r} is not supported; "
+                                   f"expected an int in [{MIN_OPSET}, {LATEST_OPSET}]")
+        found = [s for s in self.schemas if s.version <= opset]
+        if not found:
+            raise UnsupportedError(f"{where(self.name, node)}: not defined at opset {opset}; "
+                                   f"first version is {self.schemas[0].version}")
+        return found[-1]
+
+    def infer(self, schema: Schema, call: Call) -> list:
+        """Check arity and element types against ``schema``, then run the rule."""
+        _check_inputs(schema, call)
+        return self.rule(call)
+
+    def make_call(self, schema: Schema, node: str, attrs: dict, types: list, values: list) -> Call:
+        return Call(self.name, schema.version, node, resolve_attrs(self.name, node, schema, attrs),
+                    list(types), list(values))
+
+
+def _type_allowed(schema: Schema, spec: Input, value_type) -> bool:
+    if isinstance(value_type, TensorType):
+        return value_type.dtype in (spec.types if spec.types is not None else schema.types)
+    if isinstance(value_type, SequenceType) and spec.types is None:
+        return value_type.elem is None or value_type.elem.dtype in schema.seq_types
+    if isinstance(value_type, OptionalType) and spec.types is None and schema.accepts_optional:
+        inner = value_type.elem
+        return inner is None or _type_allowed(schema, spec, inner)
+    return False
+
+
+def _check_inputs(schema: Schema, call: Call) -> None:
+    types = call.types
+    if len(types) > len(schema.inputs):
+        call.fail(f"takes at most {len(schema.inputs)} inputs at opset version {schema.version}, "
+                  f"got {len(types)}", InputError)
+    bound = None
+    for index, spec in enumerate(schema.inputs):
+        value_type = types[index] if index < len(types) else None
+        if value_type is None:
+            if not spec.optional:
+                call.fail(f"missing required input {spec.name!r}", InputError)
+            continue
+        if not _type_allowed(schema, spec, value_type):
+            allowed = sorted(t.onnx_name for t in (spec.types or schema.types))
+            call.fail(f"input {spec.name!r} has type {value_type}, not allowed at version "
+                      f"{schema.version}; expected one of {allowed}", DTypeError)
+        if spec.types is None and isinstance(value_type, TensorType):
+            if bound is not None and value_type.dtype != bound:
+                call.fail(f"input {spec.name!r} has element type {value_type.dtype} but an earlier "
+                          f"input of the same type variable has {bound}", DTypeError)
+            bound = value_type.dtype
+
+
+def _attr_value(op: str, node: str, attr: Attr, value):
+    def bad(expected: str):
+        raise InputError(f"{where(op, node)}: attribute {attr.name!r} = {value!r}; expected {expected}")
+
+    if attr.kind == "int":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            bad("an int")
+        return int(value)
+    if attr.kind == "ints":
+        if isinstance(value, np.ndarray):
+            if value.ndim != 1 or value.dtype.kind not in "iu":
+                bad("a flat list of ints")
+            return [int(v) for v in value]
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            bad("a list of ints")
+        items = list(value)
+        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in items):
+            bad("a flat list of ints")
+        return [int(v) for v in items]
+    if attr.kind == "float":
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+            bad("a float")
+        return float(value)
+    if attr.kind == "floats":
+        if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+            bad("a list of floats")
+        return [float(v) for v in value]
+    return value
+
+
+def resolve_attrs(op: str, node: str, schema: Schema, attrs: dict) -> dict:
+    """Attributes checked against the schema, with defaults filled in (None = absent)."""
+    resolved = {}
+    for name in attrs:
+        if schema.attr(name) is None:
+            known = [a.name for a in schema.attrs] or "none"
+            raise InputError(f"{where(op, node)}: unknown attribute {name!r} at opset version "
+                             f"{schema.version}; expected one of {known}")
+    for attr in schema.attrs:
+        if attr.name in attrs and attrs[attr.name] is not None:
+            resolved[attr.name] = _attr_value(op, node, attr, attrs[attr.name])
+        elif attr.default is REQUIRED:
+            raise InputError(f"{where(op, node)}: missing required attribute {attr.name!r}")
+        else:
+            resolved[attr.name] = attr.default
+    return resolved
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    """Add an op; each name is registered exactly once."""
+    assert opdef.name not in _REGISTRY, opdef.name
+    assert list(opdef.schemas) == sorted(opdef.schemas, key=lambda s: s.version)
+    _REGISTRY[opdef.name] = opdef
+    return opdef
+
+
+def get(op_type: str, node: str = "", domain: str = "") -> OpDef:
+    """The registered op, or UnsupportedError naming it."""
+    if domain not in ("", "ai.onnx") or op_type not in _REGISTRY:
+        label = f"{domain}::{op_type}" if domain not in ("", "ai.onnx") else op_type
+        raise UnsupportedError(f"{where(label, node)}: operator not supported by dsl; supported: "
+                               f"{sorted(_REGISTRY)}")
+    return _REGISTRY[op_type]
+
+
+def all_ops() -> dict[str, OpDef]:
+    return dict(_REGISTRY)
+

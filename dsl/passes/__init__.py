@@ -1,0 +1,1 @@
+"""Graph passes; each module has ``run(graph) -> changed``."""

@@ -1,0 +1,145 @@
+"""View(shape, strides, offset) in ELEMENT units, and the transforms that stay views.
+
+Element units make packed 4-bit and 2-bit tensors view exactly like byte-sized ones:
+element i of a packed buffer is nibble/crumb i, wherever it lives in a byte.
+Size-1 and broadcast dims always carry stride 0 (one canonical form, so two views
+of the same elements compare equal).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+
+def _canonical(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(0 if dim == 1 else stride for dim, stride in zip(shape, strides))
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """C-order strides in elements, 0 for size-1 dims."""
+    strides, step = [], 1
+    for dim in reversed(shape):
+        strides.append(0 if dim == 1 else step)
+        step *= max(dim, 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    """Which buffer elements a tensor reads: element ``idx`` is at
+    ``offset + sum(idx[k] * strides[k])``. Callers validate axes; View trusts them.
+    """
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    def __post_init__(self):
+        assert len(self.shape) == len(self.strides)
+        object.__setattr__(self, "strides", _canonical(self.shape, self.strides))
+
+    @staticmethod
+    def contiguous(shape, offset: int = 0) -> "View":
+        shape = tuple(int(d) for d in shape)
+        return View(shape, contiguous_strides(shape), offset)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def is_contiguous(self) -> bool:
+        """True when the elements are exactly buffer[offset : offset + size] in C order."""
+        return self.size == 0 or self.strides == contiguous_strides(self.shape)
+
+    def span(self) -> tuple[int, int]:
+        """(lowest, highest + 1) buffer element index this view touches; (offset, offset) if empty."""
+        if self.size == 0:
+            return self.offset, self.offset
+        low = self.offset + sum(s * (d - 1) for d, s in zip(self.shape, self.strides) if s < 0)
+        high = self.offset + sum(s * (d - 1) for d, s in zip(self.shape, self.strides) if s > 0)
+        return low, high + 1
+
+    def unsqueeze(self, axes) -> "View":
+        """Insert size-1 dims at the given normalized OUTPUT positions."""
+        out_rank = self.rank + len(axes)
+        inserted = set(axes)
+        dims = iter(zip(self.shape, self.strides))
+        shape, strides = [], []
+        for pos in range(out_rank):
+            dim, stride = (1, 0) if pos in inserted else next(dims)
+            shape.append(dim)
+            strides.append(stride)
+        return View(tuple(shape), tuple(strides), self.offset)
+
+    def squeeze(self, axes) -> "View":
+        """Drop the given normalized size-1 dims."""
+        dropped = set(axes)
+        keep = [k for k in range(self.rank) if k not in dropped]
+        return View(tuple(self.shape[k] for k in keep), tuple(self.strides[k] for k in keep), self.offset)
+
+    def permute(self, perm) -> "View":
+        """Reorder dims: output dim k is input dim perm[k]."""
+        return View(tuple(self.shape[p] for p in perm), tuple(self.strides[p] for p in perm), self.offset)
+
+    def expand(self, shape) -> "View":
+        """Broadcast to ``shape`` (numpy rules, already validated): new and size-1 dims get stride 0."""
+        lead = len(shape) - self.rank
+        strides = [0] * lead + [0 if dim == 1 else stride for dim, stride in zip(self.shape, self.strides)]
+        return View(tuple(shape), tuple(strides), self.offset)
+
+    def slice(self, axis: int, start: int, stop: int, step: int = 1) -> "View":
+        """Basic slicing along one axis with normalized, in-range start/stop (Python semantics)."""
+        count = len(range(start, stop, step))
+        shape = list(self.shape)
+        strides = list(self.strides)
+        offset = self.offset + (start * strides[axis] if count else 0)
+        shape[axis] = count
+        strides[axis] = strides[axis] * step
+        return View(tuple(shape), tuple(strides), offset)
+
+    def reshape(self, shape) -> "View | None":
+        """The same elements in C order under a new shape, or None when that needs a copy.
+
+        Follows numpy's no-copy rule (``_attempt_nocopy_reshape``): split both shapes into
+        runs of equal element count; each run of old dims must be contiguous in itself.
+        """
+        shape = tuple(int(d) for d in shape)
+        assert prod(shape) == self.size
+        if self.size == 0 or self.size == 1:
+            return View.contiguous(shape, self.offset)
+        old = [(d, s) for d, s in zip(self.shape, self.strides) if d != 1]
+        new_strides = [0] * len(shape)
+        oi = ni = 0
+        while oi < len(old) and ni < len(shape):
+            oj, nj = oi + 1, ni + 1
+            old_count, new_count = old[oi][0], shape[ni]
+            while old_count != new_count:
+                if new_count < old_count:
+                    new_count *= shape[nj]
+                    nj += 1
+                else:
+                    old_count *= old[oj][0]
+                    oj += 1
+            for k in range(oi, oj - 1):
+                if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                    return None
+            step = old[oj - 1][1]
+            for k in range(nj - 1, ni - 1, -1):
+                new_strides[k] = step
+                step *= shape[k]
+            oi, ni = oj, nj
+        return View(shape, tuple(new_strides), self.offset)
+
+    def compose(self, outer: "View") -> "View | None":
+        """``outer`` indexes this view's elements in C order (as if they were a flat buffer);
+        return the single View of the underlying buffer, or None if it is not affine."""
+        flat = self.reshape((self.size,))
+        if flat is None:
+            return None
+        step = flat.strides[0] if self.size > 1 else 0
+        return View(outer.shape, tuple(s * step for s in outer.strides), self.offset + outer.offset * step)
