@@ -6,7 +6,13 @@ Public API (pinned in DESIGN.md): element types (``dsl.float32``, ``dsl.int4``, 
 """
 from . import dtypes as _dtypes
 from .dtypes import DType, dtype
-from .eager import expand, flatten, identity, reshape, shape, squeeze, transpose, unsqueeze
+from .eager import (cast, dequantize_linear, expand, flatten, identity, quantize_linear, reshape, shape,
+                    squeeze, transpose, unsqueeze)
+from .compare import CompareReport, compare
+from .functional import (abs, add, clip, div, equal, erf, exp, greater, greater_equal, less, less_equal, log,  # noqa: A004
+                         logical_and, logical_not, logical_or, matmul, maximum, minimum, mul, neg, pow, reciprocal,
+                         reduce_max, reduce_mean, reduce_sum, relu, sigmoid, softmax, sqrt, sub, tanh, where)
+from .jit import JitFunction, jit
 from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .onnx_io import from_onnx
@@ -24,7 +30,12 @@ __version__ = "0.1.0"
 __all__ = [
     "DType", "dtype", "Tensor", "TensorType", "SequenceType", "OptionalType", "Graph", "Node", "Value",
     "Program", "from_onnx", "LATEST_OPSET",
+    "jit", "JitFunction", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
     "unsqueeze", "squeeze", "reshape", "flatten", "transpose", "expand", "shape", "identity",
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
+    "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
+    "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
+    "matmul",
     "DslError", "DTypeError", "InputError", "ShapeError", "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",
 ]

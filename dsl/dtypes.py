@@ -36,13 +36,16 @@ class DType:
 
     @property
     def packed(self) -> bool:
-        """True for sub-byte types stored several to a byte (ONNX raw layout)."""
-        return self.bits < 8
+        """True for sub-byte types stored several to a byte (ONNX raw layout).
+
+        string has bits 0 (no fixed size) and is not packed.
+        """
+        return 0 < self.bits < 8
 
     @property
     def per_byte(self) -> int:
-        """Elements per storage byte (1 for byte-or-wider types)."""
-        return max(1, 8 // self.bits)
+        """Elements per storage byte (1 for byte-or-wider types and string)."""
+        return 8 // self.bits if self.packed else 1
 
     def packed_nbytes(self, count: int) -> int:
         """Bytes of ONNX raw storage for ``count`` elements."""

@@ -6,7 +6,18 @@ import numpy as np
 from .errors import InputError
 from .ops import registry
 from .tensor import Tensor
+from .trace import Tracer, current_builder
 from .values import as_array, int_vector, runtime_type
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _unless(value, default):
+    """None when ``value`` is the keyword's default int (so that opsets without the attribute
+    accept the call), else ``value`` unchanged for the schema to check."""
+    return None if _is_int(value) and value == default else value
 
 
 def _bind(opdef, schema, positional, named):
@@ -20,7 +31,8 @@ def _bind(opdef, schema, positional, named):
                 inputs[index] = int_vector(value, opdef.name, name) if schema.inputs[index].needs_value \
                     else as_array(value, opdef.name, name)
         elif schema.attr(name) is not None:
-            attrs[name] = value
+            # one int where a list is expected, as the axes input of later versions accepts
+            attrs[name] = [value] if schema.attr(name).kind == "ints" and _is_int(value) else value
         elif value is not None:
             raise InputError(f"{opdef.name}: argument {name}={value!r} does not exist at opset version "
                              f"{schema.version}")
@@ -29,10 +41,46 @@ def _bind(opdef, schema, positional, named):
     return inputs, attrs
 
 
+def _traced(builder, opdef, opset, positional: list, named: dict):
+    """Inside @dsl.jit: add the op to the traced graph instead of computing it."""
+    if opset is not None and opset != builder.graph.opset:
+        raise InputError(f"{opdef.name}: opset={opset} inside a function traced at opset "
+                         f"{builder.graph.opset}; set the opset on dsl.jit instead")
+    schema = opdef.schema(builder.graph.opset)
+    inputs, attrs = [None] * len(schema.inputs), {}
+    for index, value in enumerate(positional):
+        inputs[index] = value
+    for name, value in named.items():
+        index = schema.input_index(name)
+        if index is not None:
+            inputs[index] = value
+        elif schema.attr(name) is not None:
+            attrs[name] = [value] if schema.attr(name).kind == "ints" and _is_int(value) else value
+        elif value is not None:
+            raise InputError(f"{opdef.name}: argument {name}={value!r} does not exist at opset version "
+                             f"{schema.version}")
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    lifted = []
+    for spec, value in zip(schema.inputs, inputs):
+        if value is None or isinstance(value, Tracer):
+            lifted.append(value)
+        elif spec.needs_value:
+            lifted.append(builder.lift(int_vector(value, opdef.name, spec.name)))
+        else:
+            lifted.append(builder.lift(value, next((v for v in inputs if isinstance(v, Tracer)), None)))
+    outputs = builder.add(opdef.name, lifted, attrs)
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
 def call(op_type: str, data, opset: int | None = None, **named):
-    """Run one op eagerly. numpy in -> numpy out (a view wherever numpy makes one);
-    a packed or plain ``Tensor`` in -> ``Tensor`` out sharing its buffer for view ops."""
+    """Run one op eagerly. numpy in -> numpy out (a view wherever numpy makes one, and never
+    the input object itself); a packed or plain ``Tensor`` in -> ``Tensor`` out (sharing its
+    buffer for view ops)."""
     opdef = registry.get(op_type)
+    builder = current_builder([data, *named.values()])
+    if builder is not None:
+        return _traced(builder, opdef, opset, [data], named)
     schema = opdef.schema(registry.LATEST_OPSET if opset is None else opset)
     is_tensor = isinstance(data, Tensor)
     first = data if is_tensor else as_array(data, op_type, "data")
@@ -49,8 +97,9 @@ def call(op_type: str, data, opset: int | None = None, **named):
     else:
         arrays = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
         out = opdef.reference(op_call, arrays)[0]
-    return Tensor.from_numpy(out) if is_tensor and isinstance(out, np.ndarray) and \
-        opdef.view is not None else out
+    if isinstance(out, np.ndarray) and any(out is x for x in inputs):
+        out = out.view()  # a new array object: reshaping the result must not reshape the input
+    return Tensor.from_numpy(out) if is_tensor and isinstance(out, np.ndarray) else out
 
 
 def unsqueeze(data, axes, *, opset: int | None = None):
@@ -98,7 +147,7 @@ def reshape(data, shape, *, allowzero: int = 0, opset: int | None = None):
         >>> reshape(np.zeros((2, 3, 4)), [0, -1]).shape
         (2, 12)
     """
-    return call("Reshape", data, opset, shape=shape, allowzero=allowzero or None)
+    return call("Reshape", data, opset, shape=shape, allowzero=_unless(allowzero, 0))
 
 
 def flatten(data, axis: int = 1, *, opset: int | None = None):
@@ -138,9 +187,55 @@ def shape(data, *, start: int = 0, end: int | None = None, opset: int | None = N
         >>> shape(np.zeros((2, 3, 4)), start=1).tolist()
         [3, 4]
     """
-    return call("Shape", data, opset, start=start or None, end=end)
+    return call("Shape", data, opset, start=_unless(start, 0), end=end)
 
 
 def identity(data, *, opset: int | None = None):
     """ONNX Identity: the input itself (no copy)."""
     return call("Identity", data, opset)
+
+
+def cast(x, to, *, saturate: bool = True, round_mode: str = "up", opset: int | None = None):
+    """ONNX Cast: convert elements to ``to`` (a DType, ONNX name, numpy dtype or ONNX code).
+
+    ``saturate`` (opset >= 19) applies to the float8 types and float8e8m0; ``round_mode``
+    (opset >= 24: "up", "down", "nearest") to float8e8m0. Conversion rules: dsl/convert.py.
+
+    Example:
+        >>> cast(np.array([500.0], np.float32), "float8e4m3fn").astype(np.float32)
+        array([448.], dtype=float32)
+    """
+    from . import dtypes as _dtypes
+    target = to if isinstance(to, Tracer) else _dtypes.dtype(to)
+    return call("Cast", x, opset, to=target, saturate=None if saturate is True or saturate == 1 else
+                int(bool(saturate)), round_mode=None if round_mode == "up" else round_mode)
+
+
+def dequantize_linear(x, scale, zero_point=None, *, axis: int = 1, block_size: int = 0,
+                      output_dtype=None, opset: int | None = None):
+    """ONNX DequantizeLinear: ``(x - zero_point) * scale``, per tensor, per axis or blocked.
+
+    Example:
+        >>> dequantize_linear(np.array([1, 2], np.int8), np.float32(0.5)).tolist()
+        [0.5, 1.0]
+    """
+    from . import dtypes as _dtypes
+    out = None if output_dtype is None else _dtypes.dtype(output_dtype).onnx_code
+    return call("DequantizeLinear", x, opset, x_scale=scale, x_zero_point=zero_point,
+                axis=_unless(axis, 1), block_size=_unless(block_size, 0), output_dtype=out)
+
+
+def quantize_linear(x, scale, zero_point=None, *, axis: int = 1, block_size: int = 0,
+                    saturate: bool = True, output_dtype=None, opset: int | None = None):
+    """ONNX QuantizeLinear: ``saturate(round_half_even(x / scale) + zero_point)``.
+
+    Example:
+        >>> quantize_linear(np.array([1.0, 300.0], np.float32), np.float32(1.0)).tolist()
+        [1, 255]
+    """
+    from . import dtypes as _dtypes
+    out = None if output_dtype is None else _dtypes.dtype(output_dtype).onnx_code
+    return call("QuantizeLinear", x, opset, y_scale=scale, y_zero_point=zero_point,
+                axis=_unless(axis, 1), block_size=_unless(block_size, 0),
+                saturate=None if saturate is True or saturate == 1 else int(bool(saturate)),
+                output_dtype=out)

@@ -5,6 +5,8 @@ shape ops stay numpy views.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .ir import Graph
 from .ops import registry
 from .values import runtime_type
@@ -12,7 +14,7 @@ from .values import runtime_type
 
 def run_graph(graph: Graph, feeds: dict) -> list:
     """Run ``graph`` on checked feeds (name -> ndarray / list / None); returns output values."""
-    env = dict(graph.initializers)
+    env = {name: _read_only_view(array) for name, array in graph.initializers.items()}
     env.update(feeds)
     for node in graph.nodes:
         opdef = registry.get(node.op_type, node.name, node.domain)
@@ -21,6 +23,16 @@ def run_graph(graph: Graph, feeds: dict) -> list:
         types = [None if v is None else runtime_type(a) for v, a in zip(node.inputs, args)]
         call = opdef.make_call(schema, node.name, node.attrs, types, args)
         opdef.infer(schema, call)
-        for value, result in zip(node.outputs, opdef.reference(call, args)):
+        results = opdef.reference(call, args)
+        if not node.inputs:  # a source node (Constant) hands out program-owned arrays
+            results = [_read_only_view(r) if isinstance(r, np.ndarray) else r for r in results]
+        for value, result in zip(node.outputs, results):
             env[value.name] = result
     return [env[v.name] for v in graph.outputs]
+
+
+def _read_only_view(array: np.ndarray) -> np.ndarray:
+    """The graph's constants must survive callers writing into outputs that are views of them."""
+    view = array.view()
+    view.flags.writeable = False
+    return view

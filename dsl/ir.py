@@ -28,6 +28,9 @@ class TensorType:
     def __init__(self, dtype, shape=()):
         object.__setattr__(self, "dtype", dtypes.dtype(dtype))
         if shape is not None:
+            if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+                raise ShapeError(f"TensorType: shape {shape!r} must be a sequence of dims (int, "
+                                 f"symbol name or None) or None for an unknown rank")
             shape = tuple(_check_dim(d) for d in shape)
         object.__setattr__(self, "shape", shape)
 
@@ -73,7 +76,7 @@ ValueType = Union[TensorType, SequenceType, OptionalType]
 
 
 def _check_dim(dim):
-    if dim is None or isinstance(dim, str):
+    if dim is None or (isinstance(dim, str) and dim):
         return dim
     if isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_)) and dim >= 0:
         return int(dim)

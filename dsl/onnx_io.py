@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 
 from . import dtypes
-from .errors import DslError, DTypeError, InputError, UnsupportedError
+from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .ops import registry
 from .tensor import Tensor
@@ -41,35 +42,67 @@ def tensor_from_proto(proto) -> np.ndarray:
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     if proto.data_location == 1 or proto.external_data:
         raise UnsupportedError(f"dsl.from_onnx: {label} uses external data, which is not supported")
-    if proto.HasField("raw_data") and dt.kind != "string":
-        raw = proto.raw_data
-        need = dt.packed_nbytes(count)
-        if len(raw) != need:
-            raise InputError(f"dsl.from_onnx: {label} {dt.onnx_name}{list(shape)} has {len(raw)} raw bytes; "
-                             f"expected {need}")
-        return Tensor.from_packed(raw, dt, shape).numpy().copy()
+    if proto.HasField("raw_data"):
+        if dt.kind == "string":
+            raise InputError(f"dsl.from_onnx: {label} is a string tensor with raw_data; ONNX stores "
+                             f"strings in string_data")
+        return _from_raw(proto.raw_data, dt, shape, count, label)
+    return _from_fields(proto, dt, shape, count, label)
+
+
+def _from_raw(raw: bytes, dt, shape: tuple, count: int, label: str) -> np.ndarray:
+    need = dt.packed_nbytes(count)
+    if len(raw) != need:
+        raise InputError(f"dsl.from_onnx: {label} {dt.onnx_name}{list(shape)} has {len(raw)} raw bytes; "
+                         f"expected {need}")
+    if dt.kind == "bool" and raw and max(raw) > 1:
+        raise InputError(f"dsl.from_onnx: {label} bool raw_data holds byte {max(raw)}; expected 0 or 1")
+    if dt.packed:
+        return Tensor.from_packed(raw, dt, shape).numpy()
+    array = np.frombuffer(raw, dtype=dt.np_dtype).reshape(shape)
+    return array.byteswap() if sys.byteorder == "big" else array.copy()  # raw_data is little-endian
+
+
+def _from_fields(proto, dt, shape: tuple, count: int, label: str) -> np.ndarray:
     field = _FIELD.get(dt.onnx_name, "int32_data")
     data = list(getattr(proto, field))
     if dt.kind == "string":
-        array = np.array([s.decode("utf-8") for s in data] + [], dtype=object)
-        return _sized(array, count, shape, label)
+        try:
+            strings = [s.decode("utf-8") for s in data]
+        except UnicodeDecodeError as exc:
+            raise InputError(f"dsl.from_onnx: {label} has a string that is not UTF-8: {exc}") from None
+        return _sized(np.array(strings, dtype=object), count, shape, label)
     if dt.kind == "complex":
         if len(data) != 2 * count:
-            raise InputError(f"dsl.from_onnx: {label} has {len(data)} {field} entries; expected {2 * count}")
+            raise InputError(f"dsl.from_onnx: {label} has {len(data)} {field} entries; expected {2 * count} "
+                             f"(real, imaginary pairs)")
         pairs = np.array(data, np.float64).reshape(-1, 2)
         return (pairs[:, 0] + 1j * pairs[:, 1]).astype(dt.np_dtype).reshape(shape)
     if dt.packed:
         need = dt.packed_nbytes(count)
         if len(data) != need:
-            raise InputError(f"dsl.from_onnx: {label} has {len(data)} int32_data bytes; expected {need}")
-        if any(not 0 <= b <= 255 for b in data):
-            raise InputError(f"dsl.from_onnx: {label} has int32_data entries outside [0, 255]; each "
-                             f"entry holds one packed byte")
-        return Tensor.from_packed(np.array(data, np.int64).astype(np.uint8), dt, shape).numpy()
-    if field == "int32_data" and dt.onnx_name not in ("int32", "int16", "int8", "uint16", "uint8", "bool"):
-        bits = np.array(data, np.int64).astype(np.uint16 if dt.bits == 16 else np.uint8)
-        return _sized(bits.view(dt.np_dtype), count, shape, label)  # float16/bfloat16/float8 bit patterns
-    return _sized(np.array(data).astype(dt.np_dtype), count, shape, label)
+            raise InputError(f"dsl.from_onnx: {label} {dt.onnx_name}{list(shape)} has {len(data)} "
+                             f"int32_data entries; expected {need} (one packed byte each)")
+        codes = _in_range(data, 0, 255, field, label, "each entry holds one packed byte")
+        return Tensor.from_packed(codes.astype(np.uint8), dt, shape).numpy()
+    if field == "int32_data" and dt.kind == "float":  # float16/bfloat16/float8 as bit patterns
+        bits = _in_range(data, 0, 2 ** dt.bits - 1, field, label, f"{dt.bits}-bit patterns")
+        storage = np.uint16 if dt.bits == 16 else np.uint8
+        return _sized(bits.astype(storage).view(dt.np_dtype), count, shape, label)
+    if field in ("int32_data", "uint64_data") and dt.kind in ("int", "uint", "bool"):
+        low, high = (0, 1) if dt.kind == "bool" else (np.iinfo(dt.np_dtype).min, np.iinfo(dt.np_dtype).max)
+        values = _in_range(data, int(low), int(high), field, label, f"{dt.onnx_name} values")
+        return _sized(values.astype(dt.np_dtype), count, shape, label)
+    return _sized(np.array(data, dtype=dt.np_dtype), count, shape, label)
+
+
+def _in_range(data: list, low: int, high: int, field: str, label: str, why: str) -> np.ndarray:
+    values = np.array(data, dtype=np.uint64 if high > 2 ** 63 else np.int64)
+    bad = values[(values < low) | (values > high)] if values.size else values
+    if bad.size:
+        raise InputError(f"dsl.from_onnx: {label} has {field} entry {int(bad[0])} outside "
+                         f"[{low}, {high}] ({why})")
+    return values
 
 
 def _sized(array: np.ndarray, count: int, shape: tuple, label: str) -> np.ndarray:
@@ -89,28 +122,43 @@ def tensor_to_proto(name: str, array: np.ndarray):
     proto.dims.extend(array.shape)
     if dt.kind == "string":
         proto.string_data.extend(s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in array.flat)
-    else:
+    elif dt.packed:
         proto.raw_data = Tensor.from_numpy(array).packed().tobytes()
+    else:
+        little = np.ascontiguousarray(array)
+        proto.raw_data = (little.byteswap() if sys.byteorder == "big" else little).tobytes()
     return proto
 
 
 # ---- types --------------------------------------------------------------------------------
 def type_from_proto(proto, label: str):
+    """A TypeProto as a TensorType / SequenceType / OptionalType; DslError naming ``label``."""
     which = proto.WhichOneof("value")
     if which == "tensor_type":
-        tensor = proto.tensor_type
-        dt = dtypes.dtype(int(tensor.elem_type)) if tensor.elem_type else None
-        if dt is None:
-            raise DTypeError(f"dsl.from_onnx: {label} has no element type")
-        if not tensor.HasField("shape"):
-            return TensorType(dt, None)
-        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
-        return TensorType(dt, tuple(dims))
+        return _tensor_type_from_proto(proto.tensor_type, label)
     if which == "sequence_type":
         return SequenceType(type_from_proto(proto.sequence_type.elem_type, label))
     if which == "optional_type":
         return OptionalType(type_from_proto(proto.optional_type.elem_type, label))
+    if which is None:
+        raise InputError(f"dsl.from_onnx: {label} has no type")
     raise UnsupportedError(f"dsl.from_onnx: {label} has type {which}, which is not supported")
+
+
+def _tensor_type_from_proto(tensor, label: str) -> TensorType:
+    if not tensor.elem_type:
+        raise DTypeError(f"dsl.from_onnx: {label} has no element type")
+    try:
+        dt = dtypes.dtype(int(tensor.elem_type))
+    except DslError:
+        raise DTypeError(f"dsl.from_onnx: {label} has unsupported element type {tensor.elem_type}; "
+                         f"expected an ONNX TensorProto.DataType code 1-26") from None
+    if not tensor.HasField("shape"):
+        return TensorType(dt, None)
+    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
+    if any(isinstance(d, int) and d < 0 for d in dims):
+        raise ShapeError(f"dsl.from_onnx: {label} has a negative dim in shape {dims}")
+    return TensorType(dt, tuple(dims))
 
 
 def type_to_proto(value_type):
@@ -156,11 +204,25 @@ class _SparseMarker:
         return "<sparse tensor>"
 
 
-def _attr_to_proto(name: str, value):
-    helper = _onnx().helper
+# Schema attribute kind -> AttributeProto type ("dtype" is an INT holding a TensorProto.DataType).
+_ATTR_TYPES = {"int": "INT", "ints": "INTS", "float": "FLOAT", "floats": "FLOATS", "string": "STRING",
+               "strings": "STRINGS", "tensor": "TENSOR", "sparse_tensor": "SPARSE_TENSOR", "dtype": "INT"}
+
+
+def _attr_to_proto(name: str, value, kind: str | None):
+    """An AttributeProto; ``kind`` (the schema's, e.g. 'ints') fixes the type of empty lists."""
+    onnx = _onnx()
     if isinstance(value, np.ndarray):
-        return helper.make_attribute(name, tensor_to_proto("", value))
-    return helper.make_attribute(name, value)
+        value = tensor_to_proto("", value)
+    if isinstance(value, dtypes.DType):
+        value = value.onnx_code
+    try:
+        type_name = _ATTR_TYPES.get(kind)
+        attr_type = onnx.AttributeProto.AttributeType.Value(type_name) if type_name else None
+        return onnx.helper.make_attribute(name, value, attr_type=attr_type)
+    except (TypeError, ValueError) as exc:
+        raise UnsupportedError(f"to_onnx: attribute {name!r} = {value!r:.80} cannot be exported: "
+                               f"{exc}") from exc
 
 
 # ---- models -------------------------------------------------------------------------------
@@ -184,45 +246,77 @@ def _default_opset(model) -> int:
     versions = [op.version for op in model.opset_import if op.domain in ("", "ai.onnx")]
     if not versions:
         raise UnsupportedError("dsl.from_onnx: the model imports no default-domain (ai.onnx) opset")
-    return int(versions[0])
+    opset = int(versions[0])
+    if not registry.MIN_OPSET <= opset <= registry.LATEST_OPSET:
+        raise UnsupportedError(f"dsl.from_onnx: the model imports default-domain opset {opset}; dsl "
+                               f"supports opsets {registry.MIN_OPSET} to {registry.LATEST_OPSET}")
+    return opset
+
+
+def _check_op(np_node, name: str, label: str, opset: int) -> None:
+    """UnsupportedError naming the op and the opset unless dsl defines it there."""
+    domain = np_node.domain if np_node.domain not in ("", "ai.onnx") else ""
+    opdef = registry.all_ops().get(np_node.op_type) if not domain else None
+    if opdef is None:
+        qualified = f"{domain}::{np_node.op_type}" if domain else np_node.op_type
+        raise UnsupportedError(f"{label}: operator {qualified} (opset {opset}) is not supported by dsl; "
+                               f"supported: {sorted(registry.all_ops())}")
+    opdef.schema(opset, name)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """Program constants are never written: views and outputs of them stay read-only."""
+    array.flags.writeable = False
+    return array
+
+
+class _Values(dict):
+    """Name -> Value, creating each Value on first use."""
+
+    def __missing__(self, name: str) -> Value:
+        self[name] = Value(name)
+        return self[name]
 
 
 def graph_from_model(model) -> Graph:
-    """Build a Graph from a ModelProto (no inference yet)."""
+    """Build a Graph from a ModelProto (ops checked against the opset; no inference yet)."""
     gp = model.graph
-    initializers = {t.name: tensor_from_proto(t) for t in gp.initializer}
+    opset = _default_opset(model)
     if gp.sparse_initializer:
         raise UnsupportedError("dsl.from_onnx: sparse initializers are not supported")
-    values: dict[str, Value] = {}
-
-    def value(name: str) -> Value:
-        if name not in values:
-            values[name] = Value(name)
-        return values[name]
-
+    initializers = {t.name: _read_only(tensor_from_proto(t)) for t in gp.initializer}
+    values = _Values()
     inputs = []
     for vi in gp.input:
-        if vi.name in initializers:
-            continue
-        v = value(vi.name)
-        v.type = type_from_proto(vi.type, f"input {vi.name!r}")
-        inputs.append(v)
+        if vi.name not in initializers:  # an initializer listed as input is a constant here
+            values[vi.name].type = type_from_proto(vi.type, f"input {vi.name!r}")
+            inputs.append(values[vi.name])
     for vi in list(gp.value_info) + list(gp.output):
         if vi.type.WhichOneof("value") is not None:
-            value(vi.name).type = type_from_proto(vi.type, f"value {vi.name!r}")
-    nodes = []
-    for index, np_node in enumerate(gp.node):
-        name = np_node.name or f"{np_node.op_type}_{index}"
-        label = f"{np_node.op_type} (node {name!r})"
-        attrs = {}
-        for a in np_node.attribute:
-            if a.ref_attr_name:
-                raise UnsupportedError(f"{label}: attribute references are not supported")
-            attrs[a.name] = _attr_from_proto(a, label)
-        nodes.append(Node(np_node.op_type, [value(n) if n else None for n in np_node.input],
-                          [value(n) for n in np_node.output], attrs, name, np_node.domain))
-    outputs = [value(vi.name) for vi in gp.output]
-    return Graph(gp.name or "main", inputs, outputs, nodes, initializers, _default_opset(model))
+            values[vi.name].type = type_from_proto(vi.type, f"value {vi.name!r}")
+    nodes = [_node_from_proto(np_node, index, opset, values) for index, np_node in enumerate(gp.node)]
+    outputs = [values[vi.name] for vi in gp.output]
+    return Graph(gp.name or "main", inputs, outputs, nodes, initializers, opset)
+
+
+def _node_from_proto(np_node, index: int, opset: int, values: _Values) -> Node:
+    name = np_node.name or f"{np_node.op_type}_{index}"
+    label = f"{np_node.op_type} (node {name!r})"
+    _check_op(np_node, name, label, opset)
+    attrs = {}
+    for a in np_node.attribute:
+        if a.ref_attr_name:
+            raise UnsupportedError(f"{label}: attribute references are not supported")
+        value = _attr_from_proto(a, label)
+        attrs[a.name] = _read_only(value) if isinstance(value, np.ndarray) else value
+    out_names = list(np_node.output)
+    while out_names and not out_names[-1]:  # trailing omitted optional outputs
+        out_names.pop()
+    if "" in out_names:
+        raise UnsupportedError(f"{label}: an omitted output before a present one is not supported "
+                               f"(outputs {list(np_node.output)})")
+    return Node(np_node.op_type, [values[n] if n else None for n in np_node.input],
+                [values[n] for n in out_names], attrs, name, np_node.domain)
 
 
 def from_onnx(source):
@@ -241,30 +335,34 @@ def from_onnx(source):
         >>> prog = dsl.from_onnx("mask.onnx"); prog.run({"mask": mask})
     """
     from .program import Program
-    model = _load_model(source)
-    graph = graph_from_model(model)
-    for node in graph.nodes:
-        registry.get(node.op_type, node.name, node.domain).schema(graph.opset, node.name)
-    return Program(graph)
+    return Program(graph_from_model(_load_model(source)))
+
+
+def _node_to_proto(node: Node, opset: int):
+    helper = _onnx().helper
+    proto = helper.make_node(node.op_type, [v.name if v is not None else "" for v in node.inputs],
+                             [v.name for v in node.outputs], name=node.name or None,
+                             domain=node.domain or None)
+    schema = registry.get(node.op_type, node.name, node.domain).schema(opset, node.name)
+    for key, value in sorted(node.attrs.items()):
+        if value is not None:
+            spec = schema.attr(key)
+            proto.attribute.append(_attr_to_proto(key, value, spec.kind if spec else None))
+    return proto
 
 
 def to_model(graph: Graph):
     """A ModelProto for a typed Graph; onnx.checker accepts it."""
-    onnx = _onnx()
-    helper = onnx.helper
-    nodes = [helper.make_node(n.op_type, [v.name if v is not None else "" for v in n.inputs],
-                              [v.name for v in n.outputs], name=n.name or None, domain=n.domain or None)
-             for n in graph.nodes]
-    for proto, node in zip(nodes, graph.nodes):
-        proto.attribute.extend(_attr_to_proto(k, v) for k, v in sorted(node.attrs.items()) if v is not None)
+    helper = _onnx().helper
 
     def info(v: Value):
         return helper.make_value_info(v.name, type_to_proto(v.type))
 
     opset = [helper.make_opsetid("", graph.opset)]
-    model_graph = helper.make_graph(nodes, graph.name, [info(v) for v in graph.inputs],
-                                    [info(v) for v in graph.outputs],
+    model_graph = helper.make_graph([_node_to_proto(n, graph.opset) for n in graph.nodes], graph.name,
+                                    [info(v) for v in graph.inputs], [info(v) for v in graph.outputs],
                                     [tensor_to_proto(k, a) for k, a in graph.initializers.items()])
     model = helper.make_model(model_graph, opset_imports=opset, producer_name="dsl")
-    model.ir_version = helper.find_min_ir_version_for(opset, ignore_unknown=True)
+    # IR 4 is the first where initializers need not be listed as graph inputs.
+    model.ir_version = max(4, helper.find_min_ir_version_for(opset, ignore_unknown=True))
     return model

@@ -1,16 +1,18 @@
 """Program: a checked, typed Graph that users run, print and export."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
-from . import engine as engine_module
+from . import dtypes, engine as engine_module
 from .errors import DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, OptionalType, SequenceType, TensorType, format_graph
 from .passes import infer_shapes
 from .tensor import Tensor
 from .values import as_array
 
-ENGINES = ("numpy",)
+ENGINES = ("jit", "numpy")
 
 
 class NamedTypes(list):
@@ -57,13 +59,14 @@ class Program:
     def output_names(self) -> list[str]:
         return [v.name for v in self.graph.outputs]
 
-    def run(self, feeds, engine: str = "numpy") -> list:
+    def run(self, feeds, engine: str = "jit") -> list:
         """Execute on concrete inputs.
 
         Args:
             feeds: {input name: numpy array (ml_dtypes dtype for exotic types) or Tensor},
                 or a list in input order.
-            engine: "numpy" (the eager reference engine).
+            engine: "jit" (fused numba kernels, compiled once per input signature) or
+                "numpy" (the eager reference engine).
 
         Returns:
             A list of numpy arrays, one per graph output.
@@ -74,7 +77,29 @@ class Program:
         if engine not in ENGINES:
             raise UnsupportedError(f"Program.run: engine {engine!r} is not available; expected one of "
                                    f"{list(ENGINES)}")
-        return engine_module.run_graph(self.graph, self._check_feeds(feeds))
+        checked = self._check_feeds(feeds)
+        if engine == "jit" and all(isinstance(v.type, TensorType) for v in self.graph.inputs):
+            return self._executable(checked).run(checked)
+        numpy_feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in checked.items()}
+        return engine_module.run_graph(self.graph, numpy_feeds)
+
+    def _executable(self, feeds: dict):
+        """The planned kernels for these feeds' concrete types (cached per signature; inputs
+        that are axes or shapes specialize by value)."""
+        from .jit import Executable
+        from .passes.specialize import specialize, value_inputs
+        cache = self.__dict__.setdefault("_executables", {})
+        if "_value_inputs" not in self.__dict__:
+            self._value_inputs = value_inputs(self.graph)
+        types = [TensorType(v.dtype if isinstance(v, Tensor) else dtypes.of_array(v), v.shape)
+                 for v in (feeds[name] for name in self.input_names)]
+        known = {n: feeds[n] for n in self._value_inputs}
+        key = (tuple((t.dtype.onnx_name, t.shape, isinstance(feeds[n], Tensor))
+                     for t, n in zip(types, self.input_names)),
+               tuple((n, a.tobytes()) for n, a in sorted(known.items())))
+        if key not in cache:
+            cache[key] = Executable(*specialize(self.graph, types, known))
+        return cache[key]
 
     def _check_feeds(self, feeds) -> dict:
         names = self.input_names
@@ -82,13 +107,15 @@ class Program:
             if len(feeds) != len(names):
                 raise InputError(f"Program.run: got {len(feeds)} inputs, expected {len(names)} {names}")
             feeds = dict(zip(names, feeds))
-        if not isinstance(feeds, dict):
-            raise InputError(f"Program.run: feeds must be a dict name -> array, got {type(feeds).__name__}")
-        unknown = sorted(set(feeds) - set(names))
+        if not isinstance(feeds, Mapping):
+            raise InputError(f"Program.run: feeds must be a dict name -> array or a list in input "
+                             f"order, got {type(feeds).__name__}")
+        unknown = [n for n in feeds if n not in names]
         missing = [n for n in names if n not in feeds]
         if unknown or missing:
-            raise InputError(f"Program.run: unknown inputs {unknown}, missing inputs {missing}; "
-                             f"expected {names}")
+            problems = [f"{what} inputs {found}" for what, found in (("unknown", unknown),
+                                                                      ("missing", missing)) if found]
+            raise InputError(f"Program.run: {', '.join(problems)}; expected {names}")
         symbols: dict[str, int] = {}
         return {value.name: _check_feed(value.name, value.type, feeds[value.name], symbols)
                 for value in self.graph.inputs}
@@ -110,22 +137,64 @@ class Program:
 def _check_feed(name: str, declared, value, symbols: dict):
     if isinstance(declared, OptionalType):
         return None if value is None else _check_feed(name, declared.elem, value, symbols)
+    if value is None:
+        raise InputError(f"Program.run: input {name!r} is None; only optional(...) inputs may be "
+                         f"empty, and this one is {declared}")
     if isinstance(declared, SequenceType):
         if not isinstance(value, (list, tuple)):
             raise InputError(f"Program.run: input {name!r} is {declared}; expected a list of arrays")
         return [_check_feed(name, declared.elem, v, symbols) for v in value]
     if declared is None:
-        return as_array(value, "Program.run", f"input {name!r}")
-    array = value.numpy() if isinstance(value, Tensor) else value
+        return _native(name, as_array(value, "Program.run", f"input {name!r}"))
+    if isinstance(value, Tensor):  # packed tensors stay packed: kernels read them in place
+        if value.dtype != declared.dtype:
+            raise DTypeError(f"Program.run: input {name!r} has element type {value.dtype}; "
+                             f"expected {declared.dtype}")
+        _check_dims(name, declared, value.shape, symbols)
+        return value
+    array = value
+    if isinstance(array, np.generic):  # a numpy scalar is typed like an array: no conversion
+        array = np.asarray(array)
     if not isinstance(array, np.ndarray):
-        array = np.asarray(array, dtype=declared.dtype.np_dtype) if declared.dtype.kind != "string" \
-            else np.asarray(array, dtype=object)
-    array = as_array(array, "Program.run", f"input {name!r}")
-    actual = TensorType(array.dtype if array.dtype.kind not in "OUS" else "string", array.shape)
-    if actual.dtype != declared.dtype:
-        raise DTypeError(f"Program.run: input {name!r} has element type {actual.dtype} "
+        array = _from_python(name, declared.dtype, array)
+    array = _native(name, as_array(array, "Program.run", f"input {name!r}"))
+    actual = dtypes.of_array(array)
+    if actual != declared.dtype:
+        raise DTypeError(f"Program.run: input {name!r} has element type {actual} "
                          f"(numpy {array.dtype}); expected {declared.dtype}")
     _check_dims(name, declared, array.shape, symbols)
+    return array
+
+
+def _from_python(name: str, dt, value) -> np.ndarray:
+    """A Python scalar / nested list as an array of ``dt``, refusing lossy conversions."""
+    if dt.kind == "string":
+        return np.asarray(value, dtype=object)
+    try:
+        array = np.asarray(value)
+        converted = array.astype(dt.np_dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InputError(f"Program.run: input {name!r} = {value!r:.80} is not an array of "
+                         f"{dt}: {exc}") from None
+    lossless = (array.size == 0 or (array.dtype.kind in "fc" and dt.kind in ("float", "complex"))
+                or (array.dtype.kind in "biu" and np.array_equal(converted.astype(array.dtype), array)))
+    if not lossless:
+        raise DTypeError(f"Program.run: input {name!r} = {value!r:.80} (numpy {array.dtype}) cannot "
+                         f"be converted to {dt} without changing values; pass a numpy array of {dt}")
+    return converted
+
+
+def _native(name: str, array: np.ndarray) -> np.ndarray:
+    """Native byte order, strings as str objects: the layout every reference expects."""
+    if array.dtype.kind == "U":
+        return array.astype(object)
+    if array.dtype.kind == "S":
+        try:
+            return np.char.decode(array, "utf-8").astype(object)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"Program.run: input {name!r} holds bytes that are not UTF-8: {exc}") from None
+    if array.dtype.kind != "O" and not array.dtype.isnative:
+        return array.astype(array.dtype.newbyteorder("="))
     return array
 
 

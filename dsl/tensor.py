@@ -16,11 +16,13 @@ from .view import View
 
 def _check_shape(shape, op: str) -> tuple[int, ...]:
     try:
-        dims = tuple(int(d) for d in shape)
-        if any(not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_)) for d in shape):
-            raise TypeError
+        dims = tuple(shape)
     except TypeError:
-        raise InputError(f"{op}: shape {shape!r} must be a sequence of non-negative ints") from None
+        dims = None
+    if dims is None or any(not isinstance(d, (int, np.integer)) or isinstance(d, (bool, np.bool_))
+                           for d in dims):
+        raise InputError(f"{op}: shape {shape!r} must be a sequence of non-negative ints")
+    dims = tuple(int(d) for d in dims)
     if any(d < 0 for d in dims):
         raise InputError(f"{op}: shape {dims} has a negative dimension")
     return dims
@@ -82,6 +84,13 @@ class Tensor:
     def from_numpy(cls, array) -> "Tensor":
         """Wrap a numpy / ml_dtypes array; packed types are packed (one copy), others are views.
 
+        A non-native byte order (e.g. '>f4') is converted once: the buffer always holds the
+        native storage dtype, which is what kernels read.
+
+        Raises:
+            DTypeError: the array's dtype has no ONNX element type, or it is an object array
+                holding something other than str / bytes.
+
         Example:
             >>> Tensor.from_numpy(np.zeros((2, 3), np.float32)).shape
             (2, 3)
@@ -90,9 +99,14 @@ class Tensor:
             return array
         array = np.asarray(array)
         dt = dtypes.of_array(array, "Tensor.from_numpy")
+        if array.dtype.kind == "O" and not all(isinstance(v, (str, bytes)) for v in array.flat):
+            raise DTypeError("Tensor.from_numpy: an object array must hold only str or bytes "
+                             "(ONNX tensor(string))")
         if dt.packed:
             codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
             return cls(packed_kernels.pack(codes, dt.bits), dt, View.contiguous(array.shape))
+        if dt.kind != "string" and array.dtype != dt.np_dtype:
+            array = array.astype(dt.np_dtype)
         buffer, view = _span_of(array)
         return cls(buffer, dt, view)
 
@@ -166,7 +180,11 @@ def _as_byte_buffer(buf) -> np.ndarray:
                              f"got {buf.dtype}{list(buf.shape)}")
         return buf
     if isinstance(buf, (bytes, bytearray, memoryview)):
-        return np.frombuffer(buf, np.uint8)
+        try:
+            return np.frombuffer(buf, np.uint8)
+        except (BufferError, ValueError) as exc:  # e.g. a strided memoryview
+            raise InputError(f"Tensor.from_packed: buffer must be a contiguous bytes-like object: "
+                             f"{exc}") from exc
     raise InputError(f"Tensor.from_packed: buffer must be a uint8 array or bytes-like, got {type(buf).__name__}")
 
 
@@ -182,13 +200,22 @@ def _span_of(array: np.ndarray) -> tuple[np.ndarray, View]:
     low, high = view.span()
     corner = tuple(dim - 1 if stride < 0 else 0 for dim, stride in zip(array.shape, strides))
     first = array[tuple(slice(i, i + 1) for i in corner)] if array.ndim else array.reshape(1)
-    flat = as_strided(first, shape=(high - low,), strides=(itemsize,), writeable=array.flags.writeable)
+    flat = _as_strided(first, (high - low,), (itemsize,), writeable=array.flags.writeable)
     return flat, View(view.shape, view.strides, -low)
 
 
 def _strided(base: np.ndarray, view: View, readonly: bool) -> np.ndarray:
     itemsize = base.dtype.itemsize
     broadcast = any(stride == 0 and dim > 1 for dim, stride in zip(view.shape, view.strides))
-    return as_strided(base[view.offset:], shape=view.shape,
-                      strides=tuple(s * itemsize for s in view.strides),
-                      writeable=not (readonly or broadcast))
+    return _as_strided(base[view.offset:], view.shape, tuple(s * itemsize for s in view.strides),
+                       writeable=not (readonly or broadcast))
+
+
+def _as_strided(array: np.ndarray, shape, strides, writeable: bool) -> np.ndarray:
+    """numpy's as_strided for every dtype. It goes through ``__array_interface__``, whose
+    typestr numpy cannot parse back for some ml_dtypes types (float8_e5m2 is '<f1'), so
+    non-object arrays are strided as same-size raw void items and viewed back."""
+    if array.dtype.kind == "O":
+        return as_strided(array, shape, strides, writeable=writeable)
+    raw = array.view(np.dtype((np.void, array.dtype.itemsize)))
+    return as_strided(raw, shape, strides, writeable=writeable).view(array.dtype)

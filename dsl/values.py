@@ -29,15 +29,19 @@ def int_vector(value, op: str, what: str) -> np.ndarray:
     (their dtype and rank are checked by the op's schema and rule)."""
     if isinstance(value, (np.ndarray, Tensor)):
         return as_array(value, op, what)
-    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        return np.array([int(value)], np.int64)
-    if isinstance(value, (list, tuple)) and all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in value):
-        try:
-            return np.array([int(v) for v in value], np.int64).reshape(-1)
-        except OverflowError:
-            raise InputError(f"{op}: {what} {value!r} does not fit in int64") from None
-    raise InputError(f"{op}: {what} {value!r} must be an int, a list of ints or a 1-D int64 array")
+    items = [value] if _is_int(value) else list(value) if isinstance(value, (list, tuple)) else None
+    if items is None or not all(_is_int(v) for v in items):
+        raise InputError(f"{op}: {what} {value!r} must be an int, a list of ints or a 1-D int64 array")
+    if any(not _INT64_MIN <= v <= _INT64_MAX for v in items):
+        raise InputError(f"{op}: {what} {value!r} does not fit in int64")
+    return np.array([int(v) for v in items], np.int64).reshape(-1)
+
+
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def runtime_type(value):
@@ -45,7 +49,20 @@ def runtime_type(value):
     if value is None:
         return OptionalType(None)
     if isinstance(value, list):
-        return SequenceType(type_of_array(value[0]) if value else None)
+        if not value:
+            return SequenceType(None)
+        elem_types = [runtime_type(v) for v in value]
+        if any(not isinstance(t, TensorType) for t in elem_types):
+            raise InputError(f"dsl: a sequence holds only tensors, got {[str(t) for t in elem_types]}")
+        dtypes_seen = sorted({t.dtype.onnx_name for t in elem_types})
+        if len(dtypes_seen) > 1:
+            raise DTypeError(f"dsl: a sequence holds tensors of one element type, got {dtypes_seen}")
+        return SequenceType(TensorType(elem_types[0].dtype, None))
     if isinstance(value, Tensor):
         return TensorType(value.dtype, value.shape)
+    if isinstance(value, np.generic):
+        value = np.asarray(value)
+    if not isinstance(value, np.ndarray):
+        raise InputError(f"dsl: value {value!r:.60} is not a tensor (numpy array or dsl.Tensor), "
+                         f"a list of tensors or None")
     return type_of_array(value)

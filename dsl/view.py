@@ -137,7 +137,10 @@ class View:
 
     def compose(self, outer: "View") -> "View | None":
         """``outer`` indexes this view's elements in C order (as if they were a flat buffer);
-        return the single View of the underlying buffer, or None if it is not affine."""
+        return the single View of the underlying buffer, or None when this view's elements
+        are not one evenly strided run (``reshape((size,))`` needs a copy). None is
+        conservative: some such compositions are still affine (e.g. ``outer`` undoing a
+        transpose), but they are not searched for."""
         flat = self.reshape((self.size,))
         if flat is None:
             return None

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import dtypes
 from ..dtypes import FLOATS_V1, all_types
-from ..errors import DTypeError, InputError, UnsupportedError
+from ..errors import DTypeError, InputError, UnsupportedError, where
 from ..ir import type_of_array
+from ..tensor import Tensor
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
 # ---- Constant -----------------------------------------------------------------------------
@@ -29,7 +31,29 @@ def _constant_schemas() -> tuple[Schema, ...]:
     return tuple(schemas)
 
 
+def _tensor_value(call: Call, value) -> np.ndarray:
+    if isinstance(value, Tensor):
+        value = value.numpy()
+    if not isinstance(value, np.ndarray):
+        call.fail(f"attribute 'value' must be a tensor (numpy array or dsl.Tensor), got "
+                  f"{type(value).__name__}", InputError)
+    if value.dtype.kind == "O" and not all(isinstance(v, (str, bytes)) for v in value.flat):
+        call.fail("attribute 'value' is an object array holding non-strings; ONNX object tensors "
+                  "hold str (tensor(string))", DTypeError)
+    dtypes.of_array(value, where(call.op, call.node))
+    return value
+
+
+def _utf8(call: Call, name: str, text):
+    try:
+        return text.decode("utf-8") if isinstance(text, bytes) else text
+    except UnicodeDecodeError as exc:
+        call.fail(f"attribute {name!r} = {text!r} is not UTF-8: {exc}", InputError)
+
+
 def _constant_value(call: Call) -> np.ndarray:
+    # Spec (11+): "Exactly one of the provided attributes, either value, sparse_value, or
+    # value_* must be specified."
     given = [name for name, value in call.attrs.items() if value is not None]
     if len(given) != 1:
         call.fail(f"exactly one value attribute must be set, got {given or 'none'}", InputError)
@@ -37,17 +61,15 @@ def _constant_value(call: Call) -> np.ndarray:
     if name == "sparse_value":
         call.fail("sparse_value constants are not supported", UnsupportedError)
     if name == "value":
-        value = call.attrs["value"]
-        if not isinstance(value, np.ndarray):
-            call.fail(f"attribute 'value' must be a tensor (numpy array), got {type(value).__name__}",
-                      InputError)
-        return value
+        return _tensor_value(call, call.attrs["value"])
     np_dtype, rank = _VALUE_ATTRS[name]
     raw = call.attrs[name]
     if np_dtype is object:
-        items = raw if rank else [raw]
-        raw = [v.decode() if isinstance(v, bytes) else v for v in items]
-        raw = raw if rank else raw[0]
+        raw = [_utf8(call, name, v) for v in raw] if rank else _utf8(call, name, raw)
+    if np_dtype is np.float32:
+        floats = np.array(raw, np.float64)
+        if np.any(np.isfinite(floats) & (np.abs(floats) > np.finfo(np.float32).max)):
+            call.fail(f"attribute {name!r} = {raw!r} does not fit in float32", InputError)
     return np.array(raw, dtype=np_dtype).reshape((-1,) if rank else ())
 
 
@@ -76,6 +98,7 @@ def _identity_schemas() -> tuple[Schema, ...]:
     for v in (1, 13, 14, 16, 19, 21, 23, 24, 25):
         schemas.append(Schema(v, (Input("input"),), (), all_types(v),
                               seq_types=all_types(1) if v >= 14 else frozenset(),
+                              optional_types=all_types(1) if v >= 16 else frozenset(),
                               accepts_optional=v >= 16))
     return tuple(schemas)
 

@@ -5,7 +5,7 @@ else in the project dispatches on op names.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -50,7 +50,8 @@ class Schema:
     attrs: tuple[Attr, ...]
     types: frozenset[DType]
     seq_types: frozenset[DType] = frozenset()   # element types of accepted seq(T)
-    accepts_optional: bool = False              # optional(T) of the above accepted
+    optional_types: frozenset[DType] = frozenset()  # element types of accepted optional(tensor(T))
+    accepts_optional: bool = False              # optional(tensor) and optional(seq) accepted
 
     def attr(self, name: str) -> Attr | None:
         return next((a for a in self.attrs if a.name == name), None)
@@ -104,6 +105,7 @@ class OpDef:
     rule: Rule
     reference: Reference
     view: Callable | None = None
+    kernel: Any = None  # a codegen lowering (dsl.ops.lowering.Elementwise / Row), or None
     doc: str = ""
 
     def schema(self, opset: int, node: str = "") -> Schema:
@@ -135,6 +137,8 @@ def _type_allowed(schema: Schema, spec: Input, value_type) -> bool:
         return value_type.elem is None or value_type.elem.dtype in schema.seq_types
     if isinstance(value_type, OptionalType) and spec.types is None and schema.accepts_optional:
         inner = value_type.elem
+        if isinstance(inner, TensorType):  # ONNX lists optional(tensor(T)) for fewer T than tensor(T)
+            return inner.dtype in schema.optional_types
         return inner is None or _type_allowed(schema, spec, inner)
     return False
 
@@ -162,33 +166,61 @@ def _check_inputs(schema: Schema, call: Call) -> None:
             bound = value_type.dtype
 
 
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1  # ONNX int / ints attributes are int64
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value) -> bool:
+    return _is_int(value) or isinstance(value, (float, np.floating))
+
+
 def _attr_value(op: str, node: str, attr: Attr, value):
     def bad(expected: str):
         raise InputError(f"{where(op, node)}: attribute {attr.name!r} = {value!r}; expected {expected}")
 
+    def items(kind_ok, expected: str) -> list:
+        if isinstance(value, np.ndarray):
+            if value.ndim != 1:
+                bad(expected)
+            entries = value.tolist()
+        elif isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            bad(expected)
+        else:
+            entries = list(value)
+        if not all(kind_ok(v) for v in entries):
+            bad(expected)
+        return entries
+
     if attr.kind == "int":
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            bad("an int")
+        if not _is_int(value) or not INT64_MIN <= value <= INT64_MAX:
+            bad("an int64")
         return int(value)
     if attr.kind == "ints":
-        if isinstance(value, np.ndarray):
-            if value.ndim != 1 or value.dtype.kind not in "iu":
-                bad("a flat list of ints")
-            return [int(v) for v in value]
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            bad("a list of ints")
-        items = list(value)
-        if any(isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) for v in items):
-            bad("a flat list of ints")
-        return [int(v) for v in items]
+        entries = [int(v) for v in items(_is_int, "a flat list of int64")]
+        if any(not INT64_MIN <= v <= INT64_MAX for v in entries):
+            bad("a flat list of int64")
+        return entries
     if attr.kind == "float":
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        if not _is_real(value):
             bad("a float")
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            bad("a float")
     if attr.kind == "floats":
-        if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
-            bad("a list of floats")
-        return [float(v) for v in value]
+        try:
+            return [float(v) for v in items(_is_real, "a flat list of floats")]
+        except OverflowError:
+            bad("a flat list of floats")
+    if attr.kind == "string":
+        if not isinstance(value, (str, bytes)):
+            bad("a str (UTF-8)")
+        return value
+    if attr.kind == "strings":
+        return items(lambda v: isinstance(v, (str, bytes)), "a flat list of str")
     return value
 
 

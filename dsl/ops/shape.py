@@ -11,6 +11,7 @@ from math import prod
 import numpy as np
 
 from ..dtypes import FLOATS_V1, all_types
+from ..errors import InputError
 from ..ir import TensorType
 from .registry import INT64, Attr, Call, Input, OpDef, Schema, register
 
@@ -19,9 +20,10 @@ _AXES_INPUT = Input("axes", INT64, needs_value=True)
 _V1_TO_25 = (1, 11, 13, 21, 23, 24, 25)
 
 
-def normalize_axes(call: Call, axes: list[int], rank: int, *, negative: bool, rank_name: str) -> list[int]:
+def normalize_axes(call: Call, axes: list[int], rank: int, *, negative: bool, rank_name: str,
+                   unique: bool = True) -> list[int]:
     """Axes in [-rank, rank-1] (or [0, rank-1] when ``negative`` is False), normalized by +rank,
-    without duplicates; order kept. ShapeError names the offending axis."""
+    without duplicates when ``unique``; order kept. ShapeError names the offending axis."""
     low = -rank if negative else 0
     normalized = []
     for axis in axes:
@@ -31,7 +33,7 @@ def normalize_axes(call: Call, axes: list[int], rank: int, *, negative: bool, ra
                           f"[0, {rank - 1}] for {rank_name} {rank} (negative axes need opset >= 11)")
             call.fail(f"axis {axis} out of range [{low}, {rank - 1}] for {rank_name} {rank}")
         normalized.append(axis + rank if axis < 0 else axis)
-    if len(set(normalized)) != len(normalized):
+    if unique and len(set(normalized)) != len(normalized):
         duplicate = next(a for a in normalized if normalized.count(a) > 1)
         call.fail(f"axes {axes} repeat axis {duplicate} (after normalizing negatives by +{rank})")
     return normalized
@@ -60,6 +62,12 @@ def _axes_schemas(axes_required: bool) -> tuple[Schema, ...]:
 
 
 # ---- Unsqueeze ----------------------------------------------------------------------------
+# Spec (11+): "Each value in `axes` should be within the (inclusive) range [-output_rank ,
+# output_rank - 1]", "It is an error if it contains duplicates", "The order of values in `axes`
+# does not matter". Version 1: "List of non-negative integers", so a negative axis is an error
+# there (onnxruntime accepts it). Duplicates are checked AFTER normalization ([0, -3] on a rank-1
+# input repeats output axis 0), which onnx's version-11 shape inference misses. An empty list
+# inserts nothing (output rank = input rank).
 def _unsqueeze_rule(call: Call) -> list:
     data = call.types[0]
     axes = _axes_of(call)
@@ -80,6 +88,13 @@ register(OpDef(
 
 
 # ---- Squeeze ------------------------------------------------------------------------------
+# Spec: "If `axes` is not provided, all the single dimensions will be removed from the shape."
+# An explicitly EMPTY axes list (attribute or tensor) IS provided, so it removes nothing: the
+# output equals the input (as onnx's shape inference says; onnxruntime, and onnx's reference at
+# version 11, squeeze every size-1 dim instead). Unlike Unsqueeze, the Squeeze text never makes
+# a repeated axis an error, so the listed axes are squeezed as a set ([0, -3] on rank 3 squeezes
+# axis 0 once), as onnx's shape inference and onnxruntime do (onnx's reference raises).
+# Version 1: "List of non-negative integers"; 11+: "Accepted range is [-r, r-1] where r = rank(data)".
 def _squeeze_rule(call: Call) -> list:
     data = call.types[0]
     has_axes = call.attrs.get("axes") is not None if call.version < 13 else \
@@ -89,8 +104,8 @@ def _squeeze_rule(call: Call) -> list:
         return [TensorType(data.dtype, None)]
     rank = len(data.shape)
     if has_axes:
-        call.plan = sorted(normalize_axes(call, axes, rank, negative=call.version >= 11,
-                                          rank_name="input rank"))
+        call.plan = sorted(set(normalize_axes(call, axes, rank, negative=call.version >= 11,
+                                              rank_name="input rank", unique=False)))
         for axis in call.plan:
             if isinstance(data.shape[axis], int) and data.shape[axis] != 1:
                 call.fail(f"cannot squeeze axis {axis} of size {data.shape[axis]} in shape "
@@ -110,6 +125,15 @@ register(OpDef(
 
 
 # ---- Reshape ------------------------------------------------------------------------------
+# Spec: "At most one dimension of the new shape can be -1. In this case, the value is inferred
+# from the size of the tensor and the remaining dimensions." When the remaining dims multiply to
+# 0 (a 0 entry, or a copied 0 dim) the -1 cannot be inferred and we raise, as the allowzero
+# clause puts it: "the value of the dimension corresponding to -1 cannot be determined uniquely"
+# (onnx's shape inference and onnxruntime raise too). A -1 next to non-zero dims of a 0-size
+# input is inferred as 0. "A dimension could also be 0, in which case the actual dimension value
+# is unchanged (i.e. taken from the input tensor)": so a 0 at a position >= the input rank is an
+# error. allowzero (14+): only 0 and 1 are defined ("allowzero=1 indicates that ... the zero
+# value is honored"); other values are rejected rather than guessed at.
 def _reshape_target(call: Call, in_shape: tuple, spec: list[int], allowzero: bool) -> tuple:
     if any(d < -1 for d in spec):
         call.fail(f"shape {spec} has an entry below -1; expected sizes >= 0 or a single -1")
@@ -150,12 +174,17 @@ def _reshape_rule(call: Call) -> list:
         spec = call.int_list(1, "shape")
     if spec is None or data.shape is None:
         return [TensorType(data.dtype, None)]
-    call.plan = _reshape_target(call, data.shape, spec, bool(call.attrs.get("allowzero", 0)))
+    allowzero = call.attrs.get("allowzero", 0)
+    if allowzero not in (0, 1):
+        call.fail(f"attribute 'allowzero' = {allowzero}; expected 0 or 1", InputError)
+    call.plan = _reshape_target(call, data.shape, spec, allowzero == 1)
     return [TensorType(data.dtype, call.plan)]
 
 
 def _reshape_schemas() -> tuple[Schema, ...]:
-    v1 = Schema(1, (_DATA,), (Attr("shape", "ints", []), Attr("consumed_inputs", "ints", None)), FLOATS_V1)
+    # Reshape-1 "takes a tensor as input and an argument `shape`": we require the attribute
+    # (onnx marks it optional without a default; an absent shape has no meaning).
+    v1 = Schema(1, (_DATA,), (Attr("shape", "ints"), Attr("consumed_inputs", "ints", None)), FLOATS_V1)
     later = [Schema(v, (_DATA, Input("shape", INT64, needs_value=True)),
                     (Attr("allowzero", "int", 0),) if v >= 14 else (), all_types(v))
              for v in (5, 13, 14, 19, 21, 23, 24, 25)]
@@ -170,10 +199,17 @@ register(OpDef(
 
 
 # ---- Flatten ------------------------------------------------------------------------------
-def _group_size(dims) -> int | None:
+# Spec: versions 1 and 9 "The value for axis must be in the range [0, R]"; 11+ "in the range
+# [-r, r] ... Negative value means counting dimensions from the back". So axis = rank is valid
+# (output (size, 1)), and a rank-0 input takes only axis 0 (the default axis 1 is an error).
+def _group_size(dims):
+    """The product of dims that may be symbols: 0 if any is 0, the symbol itself if it is alone."""
     if 0 in dims:
         return 0
-    return prod(dims) if all(isinstance(d, int) for d in dims) else None
+    if all(isinstance(d, int) for d in dims):
+        return prod(dims)
+    known = [d for d in dims if d != 1]
+    return known[0] if len(known) == 1 else None
 
 
 def _flatten_rule(call: Call) -> list:
@@ -201,6 +237,9 @@ register(OpDef(
 
 
 # ---- Transpose ----------------------------------------------------------------------------
+# Spec: "`perm` must contain each axis index in `[0, n-1]` exactly once, so its length is equal
+# to the rank `n`". Negative entries are NOT normalized (numpy and onnx's reference accept -1;
+# onnx's shape inference and onnxruntime reject it, as we do).
 def _transpose_rule(call: Call) -> list:
     data = call.types[0]
     perm = call.attrs["perm"]
@@ -226,6 +265,11 @@ register(OpDef(
 
 
 # ---- Expand -------------------------------------------------------------------------------
+# Spec: "Dimensions are right alignment; Two corresponding dimensions must have the same value,
+# or one of them is equal to 1." So 0 only pairs with 0 or 1 (input (1,) to [0] gives (0,),
+# input (0,) to [1] gives (0,), input (2,) to [0] is an error), and "the output.shape is not
+# equal to shape, when some dimensions in shape is equal to 1, or the shape.ndim < input.shape.ndim".
+# Negative entries in `shape` are not sizes: an error.
 def broadcast_dims(call: Call, left: tuple, right: tuple) -> tuple:
     """Multidirectional (numpy) broadcast of two shapes whose dims may be symbols."""
     rank = max(len(left), len(right))
@@ -267,6 +311,9 @@ register(OpDef(
 
 
 # ---- Shape --------------------------------------------------------------------------------
+# Spec (15+): "axes will be clamped to the range [0, r], where r is the rank of the input tensor
+# if they are out-of-range (after adding r in the case of negative axis)" and "If start > end,
+# the result will be an empty shape." Any int64 start/end is therefore valid.
 def _shape_rule(call: Call) -> list:
     data = call.types[0]
     if data.shape is None:

@@ -6,19 +6,26 @@ read axes and target shapes at load time.
 """
 from __future__ import annotations
 
-from ..errors import DTypeError
+from ..errors import DTypeError, InputError, ShapeError
 from ..ir import Graph, TensorType, type_of_array
 from ..ops import registry
 from ..values import runtime_type
 
 
 def _check_declared(node, value, inferred) -> None:
+    """A declared (value_info / output) type must agree with the inferred one where both are known."""
     declared = value.type
     if not isinstance(declared, TensorType) or not isinstance(inferred, TensorType):
         return
+    where = f"{node.op_type} (node {node.name!r}): output {value.name!r} is declared {declared}"
     if declared.dtype != inferred.dtype:
-        raise DTypeError(f"{node.op_type} (node {node.name!r}): output {value.name!r} is declared "
-                         f"{declared} but the op produces {inferred}")
+        raise DTypeError(f"{where} but the op produces {inferred}")
+    if declared.shape is None or inferred.shape is None:
+        return
+    if len(declared.shape) != len(inferred.shape) or any(
+            isinstance(d, int) and isinstance(e, int) and d != e
+            for d, e in zip(declared.shape, inferred.shape)):
+        raise ShapeError(f"{where} but the op produces {inferred}")
 
 
 def _merge(declared, inferred):
@@ -33,36 +40,58 @@ def _merge(declared, inferred):
     return TensorType(inferred.dtype, dims)
 
 
-def run(graph: Graph) -> bool:
-    """Infer every node's output types in order; returns True if any type changed."""
+def fold(opdef, call, inputs: list, values: list, consts: dict, outputs: list) -> list | None:
+    """Constant outputs of a node: what its rule computed from types alone (Shape), or its
+    reference when every input is a known constant. Records them in ``consts``."""
+    folded = call.folded
+    if folded is None and inputs and all(v is not None and v.name in consts for v in inputs):
+        folded = opdef.reference(call, values)
+    for value, array in zip(outputs, folded or []):
+        consts[value.name] = array
+    return folded
+
+
+def _infer_node(graph: Graph, node, types: dict, consts: dict, calls: dict) -> list:
+    """Output types of one node; records its Call in ``calls`` and constant outputs in ``consts``."""
+    opdef = registry.get(node.op_type, node.name, node.domain)
+    schema = opdef.schema(graph.opset, node.name)
+    in_types = [None if v is None else types.get(v.name) for v in node.inputs]
+    values = [None if v is None else consts.get(v.name) for v in node.inputs]
+    call = opdef.make_call(schema, node.name, node.attrs, in_types, values)
+    if any(t is None for t, v in zip(in_types, node.inputs) if v is not None):
+        return [None] * len(node.outputs)  # an input of unknown type: nothing to infer
+    out_types = opdef.infer(schema, call)
+    calls[id(node)] = call
+    if len(node.outputs) > len(out_types):
+        raise InputError(f"{node.op_type} (node {node.name!r}): has {len(node.outputs)} outputs "
+                         f"{[v.name for v in node.outputs]}; the op produces {len(out_types)}")
+    folded = fold(opdef, call, node.inputs, values, consts, node.outputs)
+    return out_types if folded is None else [runtime_type(a) for a in folded]
+
+
+def infer(graph: Graph, known: dict | None = None) -> tuple[bool, dict, dict]:
+    """Infer every node's output types in order; ``known`` gives values of some graph inputs
+    (e.g. axes fed at run time) to treat as constants.
+
+    Returns:
+        (whether any type changed, {id(node): planned Call}, {value name: constant array}).
+    """
     input_names = {v.name for v in graph.inputs}
     consts = {k: a for k, a in graph.initializers.items() if k not in input_names}
     types = {v.name: v.type for v in graph.inputs}
-    types.update({k: type_of_array(a) for k, a in graph.initializers.items() if k not in input_names})
-    changed = False
+    types.update({k: type_of_array(a) for k, a in consts.items()})
+    consts.update(known or {})
+    changed, calls = False, {}
     for node in graph.nodes:
-        opdef = registry.get(node.op_type, node.name, node.domain)
-        schema = opdef.schema(graph.opset, node.name)
-        in_types = [None if v is None else types.get(v.name) for v in node.inputs]
-        values = [None if v is None else consts.get(v.name) for v in node.inputs]
-        call = opdef.make_call(schema, node.name, node.attrs, in_types, values)
-        if any(t is None for t, v in zip(in_types, node.inputs) if v is not None):
-            out_types = [None] * len(node.outputs)
-        else:
-            out_types = opdef.infer(schema, call)
-            folded = call.folded
-            if folded is None and node.inputs and all(v is not None and v.name in consts
-                                                      for v in node.inputs):
-                folded = opdef.reference(call, values)
-            if folded is not None:
-                for value, array in zip(node.outputs, folded):
-                    consts[value.name] = array
-                    out_types = [runtime_type(a) for a in folded]
-        for value, inferred in zip(node.outputs, out_types):
+        for value, inferred in zip(node.outputs, _infer_node(graph, node, types, consts, calls)):
             _check_declared(node, value, inferred)
             merged = _merge(value.type, inferred)
             changed |= merged != value.type
             value.type = merged
             types[value.name] = merged
-    return changed
+    return changed, calls, consts
 
+
+def run(graph: Graph) -> bool:
+    """Infer every node's output types in order; returns True if any type changed."""
+    return infer(graph)[0]

@@ -1,0 +1,1 @@
+"""Code generation: numba source for fused groups, compiled with in-memory and on-disk caches."""

@@ -1,0 +1,115 @@
+"""How each element type is loaded, computed on and stored inside a generated kernel.
+
+Every value in a kernel lives in a *compute domain*: its own numpy scalar type when numba
+has one, float32 for the narrow floats (float16, bfloat16, float8, float4, e8m0), int8 /
+uint8 for int4/int2 and uint4/uint2. ``coerce`` rounds a compute value to a type's exact
+value set, so a fused chain gives the same bits as running the ops one by one.
+"""
+from __future__ import annotations
+
+from ..dtypes import DType
+
+NATIVE = {"bool": "bool_", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+          "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+          "float": "float32", "double": "float64"}
+TABLE_FLOATS = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0", "float4e2m1")
+SUB_BYTE_INTS = {"int4": (4, True), "uint4": (4, False), "int2": (2, True), "uint2": (2, False)}
+
+
+def supported(dt: DType) -> bool:
+    """Whether generated kernels handle this element type (not strings or complex)."""
+    return dt.onnx_name in NATIVE or dt.onnx_name in TABLE_FLOATS or dt.onnx_name in SUB_BYTE_INTS \
+        or dt.onnx_name in ("float16", "bfloat16")
+
+
+def domain(dt: DType) -> str:
+    """The numpy scalar type name a kernel computes this type in."""
+    if dt.onnx_name in NATIVE:
+        return NATIVE[dt.onnx_name]
+    if dt.onnx_name in SUB_BYTE_INTS:
+        return "int8" if SUB_BYTE_INTS[dt.onnx_name][1] else "uint8"
+    return "float32"
+
+
+def is_float_domain(name: str) -> bool:
+    return name in ("float32", "float64")
+
+
+def raw_view(dt: DType) -> str:
+    """The numpy dtype name a buffer of this type is viewed as for the kernel."""
+    if dt.onnx_name in NATIVE:
+        return NATIVE[dt.onnx_name] if dt.onnx_name != "bool" else "bool_"
+    return "uint16" if dt.bits == 16 else "uint8"
+
+
+def load(dt: DType, packed: bool, raw: str, index: str, table: str) -> str:
+    """Expression loading element ``index`` of raw buffer ``raw`` into the compute domain."""
+    name = dt.onnx_name
+    if packed:
+        per_byte = 8 // dt.bits
+        shift = "2" if dt.bits == 4 else "1"
+        code = (f"((np.int64({raw}[({index}) >> {shift}]) >> ((({index}) & {per_byte - 1}) * {dt.bits}))"
+                f" & {(1 << dt.bits) - 1})")
+    else:
+        code = f"{raw}[{index}]"
+    if name in NATIVE:
+        return code
+    if name == "float16":
+        return f"_bits.f16_to_f32({code})"
+    if name == "bfloat16":
+        return f"_bits.bf16_to_f32({code})"
+    if name in TABLE_FLOATS:
+        return f"{table}[np.int64({code}) & 255]"
+    bits, signed = SUB_BYTE_INTS[name]
+    mask, sign = (1 << bits) - 1, 1 << (bits - 1)
+    if signed:
+        return f"np.int8(((np.int64({code}) & {mask}) ^ {sign}) - {sign})"
+    return f"np.uint8(np.int64({code}) & {mask})"
+
+
+def encoder_name(fmt: str, saturate: bool, round_mode: str = "up") -> str:
+    """Name of the generated scalar encoder for a table float (round_mode matters for e8m0 only)."""
+    mode = round_mode if fmt == "float8e8m0" else "up"
+    return f"_encode_{fmt}_{int(bool(saturate))}_{mode}"
+
+
+def coerce(expr: str, src_domain: str, dt: DType, saturate: bool = True, round_mode: str = "up") -> str:
+    """Round a compute-domain value ``expr`` (of ``src_domain``) to ``dt``'s value set,
+    with ONNX Cast semantics, returning an expression in ``dt``'s compute domain."""
+    name = dt.onnx_name
+    if name == "bool":
+        return expr if src_domain == "bool_" else f"({expr} != 0)"
+    if name in NATIVE and not is_float_domain(NATIVE[name]):
+        if is_float_domain(src_domain):
+            return f"np.{NATIVE[name]}(_trunc_int({expr}))"
+        return f"np.{NATIVE[name]}({expr})"
+    if name in NATIVE:
+        return f"np.{NATIVE[name]}({expr})"
+    if name == "float16":
+        return f"_bits.f16_to_f32(_bits.f32_to_f16(np.float32({expr})))"
+    if name == "bfloat16":
+        return f"_bits.bf16_to_f32(_bits.f32_to_bf16(np.float32({expr})))"
+    if name in TABLE_FLOATS:
+        return f"_T_{name}[{encoder_name(name, saturate, round_mode)}({expr})]"
+    bits, signed = SUB_BYTE_INTS[name]
+    value = f"_trunc_int({expr})" if is_float_domain(src_domain) else f"np.int64({expr})"
+    mask, sign = (1 << bits) - 1, 1 << (bits - 1)
+    if signed:
+        return f"np.int8((({value} & {mask}) ^ {sign}) - {sign})"
+    return f"np.uint8({value} & {mask})"
+
+
+def store(dt: DType, value: str) -> str:
+    """Expression of what a compute value is written as into a ``raw_view`` output buffer."""
+    name = dt.onnx_name
+    if name in NATIVE:
+        return value
+    if name == "float16":
+        return f"_bits.f32_to_f16({value})"
+    if name == "bfloat16":
+        return f"_bits.f32_to_bf16({value})"
+    if name in TABLE_FLOATS:
+        # the value is already exact in the type; the non-saturating encoder keeps Inf and NaN
+        return f"np.uint8({encoder_name(name, False)}({value}))"
+    bits, _ = SUB_BYTE_INTS[name]
+    return f"np.uint8(np.int64({value}) & {(1 << bits) - 1})"

@@ -1,0 +1,179 @@
+"""numba source text of a fused group for one layout variant (rank, per-leaf storage, inner stride).
+
+Kernels take ``(start, stop, shape, <leaf buffers, offsets, strides>, <outputs>)`` and cover
+rows start..stop of the outermost dim, so the runtime can split work across threads (the
+kernels release the GIL). Output buffers are fresh, flat and C-contiguous.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import scalar
+from .fused import PREAMBLE, Group
+
+INNER_BROADCAST, INNER_UNIT, INNER_STRIDED = 0, 1, 2
+
+
+def _helpers(group: Group) -> list[str]:
+    """Module-level decode tables and scalar encoders the kernel body refers to."""
+    lines = []
+    for fmt in sorted({fmt for _, fmt, _, _ in group.helpers}):
+        lines.append(f"_T_{fmt} = _floats._lookup_table({fmt!r}, np.float32)")
+    for kind, fmt, flag, round_mode in sorted(h for h in group.helpers if h[0] == "encode"):
+        name = scalar.encoder_name(fmt, flag, round_mode)
+        word = "np.int64(_bits.bits_from_f32(np.float32(x)))"
+        if fmt == "float8e8m0":
+            mode = {"up": 0, "down": 1, "nearest": 2}[round_mode]
+            call = f"_floats._e8m0_from_f32({word}, {flag}, {mode})"
+        else:
+            lines.append(f"{name}_params = _floats.minifloat_params({fmt!r}, {bool(flag)})")
+            call = f"_floats._minifloat_from_f32({word}, {name}_params)"
+        lines += ["@numba.njit(cache=True, nogil=True, inline='always')", f"def {name}(x):", f"    return {call}"]
+    return lines
+
+
+_TRUNC = """\
+@numba.njit(cache=True, nogil=True, inline='always')
+def _trunc_int(x):
+    # float -> sub-byte int: truncate toward zero; NaN and Inf give 0 (onnx's reference / ml_dtypes)
+    if not np.isfinite(x) or abs(x) >= 9.2e18:
+        return np.int64(0)
+    return np.int64(x)
+"""
+
+
+def _header(group: Group, rank: int, outputs: int) -> list[str]:
+    """Module text up to and including the kernel's setup lines."""
+    count = len(group.leaves)
+    params = ["start", "stop", "shape"]
+    for i in range(count):
+        params += [f"b{i}", f"o{i}", f"s{i}"]
+    params += [f"out{j}" for j in range(outputs)]
+    lines = [PREAMBLE, _TRUNC, *_helpers(group), "",
+             "@numba.njit(cache=True, nogil=True, error_model='numpy')",
+             f"def kernel({', '.join(params)}):"]
+    # Index arithmetic is unsigned: numba then skips negative-index wraparound, which lets LLVM
+    # vectorize the inner loop (measured 1.6x). Negative strides wrap mod 2**64 and every
+    # partial sum of a valid view is >= 0, so the indices are exact.
+    lines += [f"    n{k} = np.uint64(shape[{k}])" for k in range(1, rank)]
+    for i in range(count):
+        lines.append(f"    p{i}_m1 = np.uint64(o{i})")
+        lines += [f"    s{i}_{k} = np.uint64(s{i}[{k}])" for k in range(rank)]
+    return lines
+
+
+def _loop(k: int, count: int, rank: int, ind: str) -> list[str]:
+    """Header of loop k: its output index q{k} and, above the innermost dim, leaf offsets."""
+    loop = "range(np.uint64(start), np.uint64(stop))" if k == 0 else f"range(n{k})"
+    inner = ind + "    "
+    lines = [f"{ind}for i{k} in {loop}:",
+             f"{inner}q{k} = " + (f"i{k}" if k == 0 else f"q{k - 1} * n{k} + i{k}")]
+    if k < rank - 1:
+        prev = "m1" if k == 0 else str(k - 1)
+        lines += [f"{inner}p{i}_{k} = p{i}_{prev} + i{k} * s{i}_{k}" for i in range(count)]
+    return lines
+
+
+def _split_hoisted(group: Group, loads: dict, leaf_kinds) -> tuple[list[str], list[str]]:
+    """(lines loading leaves that do not move along the innermost dim, all other lines)."""
+    hoisted, rest = [], []
+    for line in group.lines:
+        var, expr = line.split(" = ", 1)
+        if expr in loads and leaf_kinds[int(expr[4:])][1] == INNER_BROADCAST:
+            hoisted.append(f"{var} = {loads[expr]}")
+        else:
+            rest.append(f"{var} = {loads.get(expr, expr)}")
+    return hoisted, rest
+
+
+def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]]) -> str:
+    """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)."""
+    body = _header(group, rank, len(group.sinks))
+    hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
+    for k in range(rank):
+        ind = "    " * (k + 1)
+        if k == rank - 1:
+            body += [ind + line for line in hoisted]
+        body += _loop(k, len(group.leaves), rank, ind)
+    ind = "    " * (rank + 1)
+    body += [ind + line for line in lines]
+    for j, (sink, var) in enumerate(zip(group.sinks, group.out_vars)):
+        body.append(f"{ind}out{j}[q{rank - 1}] = {scalar.store(sink.type.dtype, var)}")
+    return "\n".join(body) + "\n"
+
+
+_ROW_INIT = {"sum": "0", "mean": "0", "max": "-np.inf", "min": "np.inf"}
+
+
+def _accumulate(kind: str, acc: str, value: str) -> str:
+    if kind in ("sum", "mean"):
+        return f"{acc} += {value}"
+    better = ">" if kind == "max" else "<"  # NaN sticks: once acc is NaN no comparison is true
+    return f"{acc} = {value} if ({value} {better} {acc} or {value} != {value}) else {acc}"
+
+
+def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str:
+    """Kernel reducing (or soft-maxing) ``group``'s single sink along its last dim.
+
+    Rows are dims 0..rank-2 (coalesced); the last dim is walked once per pass. Sums and
+    softmax denominators accumulate in float64 (int64 for integers), then round once.
+    """
+    body = _header(group, rank, 1)
+    value_domain = scalar.domain(group.sinks[0].type.dtype)
+    is_float = scalar.is_float_domain(value_domain)
+    acc_domain = "float64" if is_float or kind in ("mean", "softmax", "logsoftmax") else \
+        value_domain if kind in ("max", "min") else "int64"
+    hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
+    last = rank - 1
+    body.append(f"    rowlen = np.uint64(shape[{last}])")
+    if kind in ("softmax", "logsoftmax"):
+        body.append("    tmp = np.empty(shape[%d], np.float64)" % last)
+    for k in range(rank - 1):
+        body += _loop(k, len(group.leaves), rank, "    " * (k + 1))
+    ind = "    " * rank
+    row_index = f"q{rank - 2}"
+    value = group.out_vars[0]
+
+    def row_pass(extra: list[str]) -> list[str]:
+        inner = ind + "    "
+        return [f"{ind}for i{last} in range(rowlen):", *[inner + line for line in lines],
+                *[inner + line for line in extra]]
+
+    body += [ind + line for line in hoisted]
+    if kind in ("softmax", "logsoftmax"):
+        body.append(f"{ind}acc = -np.inf")
+        body += row_pass([_accumulate("max", "acc", f"np.float64({value})")])
+        body.append(f"{ind}total = 0.0")
+        body += row_pass([f"e = np.exp(np.float64({value}) - acc)", f"tmp[i{last}] = np.float64({value}) - acc",
+                          "total += e"])
+        body.append(f"{ind}for i{last} in range(rowlen):")
+        result = f"tmp[i{last}] - np.log(total)" if kind == "logsoftmax" else f"np.exp(tmp[i{last}]) / total"
+        coerced = scalar.coerce(result, "float64", out_dtype)
+        body.append(f"{ind}    out0[{row_index} * rowlen + i{last}] = {scalar.store(out_dtype, coerced)}")
+    else:
+        init = _ROW_INIT[kind]
+        body.append(f"{ind}acc = np.{acc_domain}({init})" if init in ("0",) or is_float
+                    else f"{ind}acc = {_int_extreme(value_domain, kind)}")
+        body += row_pass([_accumulate(kind, "acc", f"np.{acc_domain}({value})")])
+        result = "acc / np.float64(rowlen)" if kind == "mean" else "acc"
+        coerced = scalar.coerce(result, acc_domain, out_dtype)
+        body.append(f"{ind}out0[{row_index}] = {scalar.store(out_dtype, coerced)}")
+    return "\n".join(body) + "\n"
+
+
+def _int_extreme(domain: str, kind: str) -> str:
+    info = np.iinfo(domain) if domain != "bool_" else None
+    if info is None:
+        return "False" if kind == "max" else "True"
+    return f"np.{domain}({info.min if kind == 'max' else info.max})"
+
+
+def _loads(group: Group, rank: int, leaf_kinds) -> dict[str, str]:
+    """LOADi placeholder -> load expression at the innermost loop's index."""
+    last, prev = rank - 1, "m1" if rank == 1 else str(rank - 2)
+    loads = {}
+    for i, (leaf, (packed, inner)) in enumerate(zip(group.leaves, leaf_kinds)):
+        index = {INNER_BROADCAST: f"p{i}_{prev}", INNER_UNIT: f"p{i}_{prev} + i{last}",
+                 INNER_STRIDED: f"p{i}_{prev} + i{last} * s{i}_{last}"}[inner]
+        loads[f"LOAD{i}"] = scalar.load(leaf.dtype, packed, f"b{i}", index, f"_T_{leaf.dtype.onnx_name}")
+    return loads

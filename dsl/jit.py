@@ -1,0 +1,142 @@
+"""``@dsl.jit``: trace once per input signature, plan fused kernels, run them; ``dsl.compare``."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import trace as tracing
+from .errors import DslError, InputError
+from .ir import Graph, TensorType
+from .ops import registry
+from .passes.fuse import KernelStep, NodeStep, partition
+from .runtime import KernelRunner, run_node
+from .tensor import Tensor
+
+
+class Executable:
+    """A graph with concrete shapes, planned into steps, ready to run."""
+
+    def __init__(self, graph: Graph, calls: dict, constants: dict):
+        self.graph = graph
+        self.constants = {k: _read_only(v) for k, v in constants.items()}
+        self.steps = partition(graph, calls, constants)
+        self.runners = [KernelRunner(s) if isinstance(s, KernelStep) else s for s in self.steps]
+
+    def run(self, feeds: dict) -> list:
+        env = dict(self.constants)
+        env.update(feeds)
+        for runner in self.runners:
+            if isinstance(runner, NodeStep):
+                run_node(runner, env)
+            else:
+                runner.run(env)
+        outputs = []
+        for value in self.graph.outputs:
+            out = env[value.name]
+            outputs.append(out.numpy() if isinstance(out, Tensor) else out)
+        return outputs
+
+    def explain(self) -> str:
+        """Fusion groups, view steps and fallbacks, with each kernel's generated source."""
+        lines = []
+        for index, step in enumerate(self.steps):
+            if isinstance(step, NodeStep):
+                kind = "view" if step.opdef.view is not None else "numpy"
+                lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
+                             f"{', '.join('%' + v.name for v in step.node.outputs)}")
+            else:
+                group = step.group
+                ops = ", ".join(n.op_type for n in group.nodes)
+                sinks = ", ".join(f"%{v.name}: {v.type}" for v in group.sinks)
+                lines.append(f"step {index}: kernel [{ops}] -> {sinks}; "
+                             f"{len(group.leaves)} inputs, views folded into loads")
+        return "\n".join(lines)
+
+    @property
+    def kernel_count(self) -> int:
+        return sum(isinstance(s, KernelStep) for s in self.steps)
+
+
+def _read_only(value):
+    """A read-only view of a constant, so no output aliasing it can change the program."""
+    if isinstance(value, np.ndarray):
+        value = value.view()
+        value.flags.writeable = False
+    return value
+
+
+def _arg_key(arg, index: int):
+    if isinstance(arg, np.ndarray):
+        return ("a", arg.dtype, arg.shape)
+    if isinstance(arg, Tensor):
+        return ("t", arg.dtype.onnx_name, arg.shape)
+    raise InputError(f"jit: argument {index} is a {type(arg).__name__}; expected a numpy array or "
+                     f"dsl.Tensor")
+
+
+class JitFunction:
+    """A traced-and-compiled Python tensor function (see ``dsl.jit``)."""
+
+    def __init__(self, fn, opset: int | None = None):
+        self.fn = fn
+        self.opset = registry.LATEST_OPSET if opset is None else opset
+        self.__name__ = getattr(fn, "__name__", "jit_fn")
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+
+    def _trace(self, types: list) -> tracing.Builder:
+        builder = tracing.Builder(self.__name__, self.opset)
+        graph = tracing.trace_into(builder, self.fn, types)
+        assert graph is builder.graph
+        return builder
+
+    def executable(self, *args) -> Executable:
+        """The compiled Executable for these arguments' signature (traced on first use)."""
+        key = tuple(_arg_key(a, i) for i, a in enumerate(args))
+        found = self._cache.get(key)
+        if found is None:
+            with self._lock:
+                found = self._cache.get(key)
+                if found is None:
+                    builder = self._trace([tracing.input_type(a, i) for i, a in enumerate(args)])
+                    found = Executable(builder.graph, builder.calls, builder.constants)
+                    self._cache[key] = found
+        return found
+
+    def __call__(self, *args):
+        executable = self.executable(*args)
+        outputs = executable.run(dict(zip([v.name for v in executable.graph.inputs], args)))
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def lower(self, *args):
+        """The traced Program; args may be arrays, Tensors or dsl.TensorType (symbolic dims allowed)."""
+        from .program import Program
+        return Program(self._trace([tracing.input_type(a, i) for i, a in enumerate(args)]).graph)
+
+    def explain(self, *args) -> str:
+        """Fusion groups, views and generated kernel sources for these arguments."""
+        return self.executable(*args).explain()
+
+
+def jit(fn=None, *, opset: int | None = None):
+    """Compile a Python tensor function into fused numba kernels.
+
+    Args:
+        fn: a function of tensors using dsl functions and Python operators.
+        opset: the ONNX opset whose op versions apply (default: the latest).
+
+    Returns:
+        A JitFunction: call it with numpy arrays / dsl.Tensors; ``.lower`` gives the Program,
+        ``.explain`` the fusion plan.
+
+    Example:
+        >>> @dsl.jit
+        ... def f(mask, scores):
+        ...     m = dsl.unsqueeze(dsl.cast(mask, dsl.float32), [1, 2])
+        ...     return scores + (1.0 - m) * -1e4
+    """
+    if fn is None:
+        return lambda f: JitFunction(f, opset)
+    return JitFunction(fn, opset)

@@ -1,0 +1,244 @@
+"""Linear (de)quantization: DequantizeLinear and QuantizeLinear, per-tensor, per-axis, blocked.
+
+Arithmetic follows the spec formulas in float32 and rounds once to the output type
+(float16/bfloat16 products and quotients computed in float32 and rounded once are
+exactly the correctly rounded narrow results: 24 >= 2 * 11 + 2 bits).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ..convert import convert, to_wide
+from ..errors import DslError, DTypeError, InputError
+from ..ir import TensorType
+from .registry import Attr, Call, Input, OpDef, Schema, register
+
+_types = dtypes.types
+_INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
+               "uint4": (0, 15), "int4": (-8, 7), "uint2": (0, 3), "int2": (-2, 1)}
+_FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
+_FLOAT_OUT = _types("float", "float16", "bfloat16")
+
+
+def quantized_types(version: int) -> frozenset:
+    """The quantized element types (DequantizeLinear T1 minus int32; QuantizeLinear's output)."""
+    names = ["int8", "uint8"]
+    if version >= 19:
+        names += _FLOAT8
+    if version >= 21:
+        names += ["int16", "uint16", "int4", "uint4"]
+    if version >= 23:
+        names += ["float4e2m1"]
+    if version >= 25:
+        names += ["int2", "uint2"]
+    return _types(*names)
+
+
+def _scale_types(version: int, quantize: bool) -> frozenset:
+    if version < 19:
+        return _types("float")
+    names = ["float", "float16", "bfloat16"] + (["int32"] if quantize and version >= 23 else [])
+    return _types(*names, *(["float8e8m0"] if version >= 24 else []))
+
+
+def _axis(call: Call, rank: int) -> int:
+    axis = call.attrs.get("axis", 1)
+    if not -rank <= axis <= rank - 1:
+        call.fail(f"axis {axis} out of range [{-rank}, {rank - 1}] for input rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def _check_granularity(call: Call, x_shape: tuple, scale_shape: tuple, name: str) -> tuple:
+    """Validate the scale's shape; returns ('tensor'|'axis'|'block', axis, block_size)."""
+    block = call.attrs.get("block_size", 0)
+    if block < 0:
+        call.fail(f"block_size {block} must be >= 0", InputError)
+    if len(scale_shape) == 0 or (len(scale_shape) == 1 and scale_shape[0] == 1 and not block):
+        return ("tensor", None, 0)
+    if call.version < 13 or (call.version < 21 and len(scale_shape) > 1):
+        call.fail(f"{name} must be a scalar{' or 1-D' if call.version >= 13 else ''} at version "
+                  f"{call.version}, got shape {list(scale_shape)}")
+    rank = len(x_shape)
+    axis = _axis(call, rank)
+    if not block:
+        if len(scale_shape) != 1 or scale_shape[0] != x_shape[axis]:
+            call.fail(f"per-axis {name} shape {list(scale_shape)} must be [{x_shape[axis]}] "
+                      f"(input shape {list(x_shape)}, axis {axis})")
+        return ("axis", axis, 0)
+    expected = list(x_shape)
+    expected[axis] = -(-x_shape[axis] // block)
+    if list(scale_shape) != expected:
+        call.fail(f"blocked {name} shape {list(scale_shape)} does not match input shape {list(x_shape)} "
+                  f"with axis {axis} and block_size {block}; expected {expected}")
+    return ("block", axis, block)
+
+
+def _expand_param(param: np.ndarray, x_shape: tuple, plan: tuple) -> np.ndarray:
+    kind, axis, block = plan
+    if kind == "tensor":
+        return param.reshape(())
+    if kind == "axis":
+        dims = [1] * len(x_shape)
+        dims[axis] = x_shape[axis]
+        return param.reshape(dims)
+    return np.repeat(param, block, axis=axis).take(np.arange(x_shape[axis]), axis=axis)
+
+
+def _dtype_attr(call: Call, name: str):
+    """An element-type attribute (0 = absent -> None)."""
+    code = call.attrs.get(name) or 0
+    if not code:
+        return None
+    try:
+        return dtypes.dtype(code)
+    except DslError:
+        call.fail(f"{name} {code!r} is not an ONNX element type", DTypeError)
+
+
+def _check_zero_point(call: Call, scale_type, zp_type, zp_dtype) -> None:
+    if zp_type is None:
+        return
+    if zp_type.dtype != zp_dtype:
+        call.fail(f"zero_point has type {zp_type.dtype}; expected {zp_dtype} (the quantized type)",
+                  DTypeError)
+    if zp_type.shape is None or scale_type.shape is None or zp_type.shape == scale_type.shape:
+        return
+    if _is_single(zp_type.shape) and _is_single(scale_type.shape):
+        return  # a scalar and a one-element vector are both per-tensor (as onnx's reference reads them)
+    call.fail(f"zero_point shape {list(zp_type.shape)} must equal scale shape {list(scale_type.shape)}")
+
+
+def _is_single(shape: tuple) -> bool:
+    return len(shape) == 0 or (len(shape) == 1 and shape[0] == 1)
+
+
+# ---- DequantizeLinear ---------------------------------------------------------------------
+def _dequantize_rule(call: Call) -> list:
+    x_type, scale_type = call.types[0], call.types[1]
+    zp_type = call.types[2] if len(call.types) > 2 else None
+    _check_zero_point(call, scale_type, zp_type, x_type.dtype)
+    out = _dtype_attr(call, "output_dtype") or scale_type.dtype
+    if out not in _FLOAT_OUT:
+        call.fail(f"output_dtype {out} is not one of ['bfloat16', 'float', 'float16']", DTypeError)
+    if x_type.shape is not None and scale_type.shape is not None:
+        call.plan = (_check_granularity(call, x_type.shape, scale_type.shape, "x_scale"), out)
+    return [TensorType(out, x_type.shape)]
+
+
+def _dequantize(call: Call, xs: list) -> list:
+    x, scale = xs[0], xs[1]
+    zero_point = xs[2] if len(xs) > 2 else None
+    granularity, out = call.plan
+    source = dtypes.of_array(x)
+    wide = to_wide(x, source)
+    if zero_point is not None:
+        zp = to_wide(zero_point, source)
+        zp = _expand_param(zp, x.shape, granularity)
+        if wide.dtype.kind in "iu":
+            wide = wide.astype(np.int64) - zp.astype(np.int64)
+        else:
+            wide = wide.astype(np.float32) - zp.astype(np.float32)
+    scale32 = _expand_param(to_wide(scale, dtypes.of_array(scale)).astype(np.float32), x.shape, granularity)
+    product = wide.astype(np.float32) * scale32
+    return [convert(product, out)]
+
+
+def _dequantize_schemas() -> tuple[Schema, ...]:
+    schemas = []
+    for v in (10, 13, 19, 21, 23, 24, 25, 28):
+        x_types = quantized_types(v) | _types("int32")
+        attrs = []
+        if v >= 13:
+            attrs.append(Attr("axis", "int", 1))
+        if v >= 21:
+            attrs.append(Attr("block_size", "int", 0))
+        if v >= 23:
+            attrs.append(Attr("output_dtype", "int", 0))
+        schemas.append(Schema(v, (Input("x", x_types), Input("x_scale", _scale_types(v, False)),
+                                  Input("x_zero_point", x_types, optional=True)), tuple(attrs), x_types))
+    return tuple(schemas)
+
+
+register(OpDef(
+    "DequantizeLinear", _dequantize_schemas(), _dequantize_rule, reference=_dequantize,
+    doc="y = (x - zero_point) * scale, per tensor, per axis or per block."))
+
+
+# ---- QuantizeLinear -----------------------------------------------------------------------
+def _quantize_output(call: Call, zp_type):
+    requested = _dtype_attr(call, "output_dtype")
+    if requested is not None and zp_type is not None and requested != zp_type.dtype:
+        call.fail(f"output_dtype {requested} differs from the zero_point type {zp_type.dtype}", DTypeError)
+    out = requested or (zp_type.dtype if zp_type is not None else dtypes.dtype("uint8"))
+    allowed = quantized_types(call.version)
+    if out not in allowed:
+        call.fail(f"cannot quantize to {out} at version {call.version}; expected one of "
+                  f"{sorted(t.onnx_name for t in allowed)}", DTypeError)
+    return out
+
+
+def _quantize_rule(call: Call) -> list:
+    x_type, scale_type = call.types[0], call.types[1]
+    zp_type = call.types[2] if len(call.types) > 2 else None
+    if 19 <= call.version < 23 and scale_type.dtype != x_type.dtype:
+        call.fail(f"y_scale has type {scale_type.dtype}; expected {x_type.dtype} (the type of x) at "
+                  f"version {call.version}", DTypeError)
+    out = _quantize_output(call, zp_type)
+    _check_zero_point(call, scale_type, zp_type, out)
+    precision = _dtype_attr(call, "precision")
+    if precision is not None and precision not in _FLOAT_OUT:
+        call.fail(f"precision {precision} must be float, float16 or bfloat16", DTypeError)
+    if x_type.shape is not None and scale_type.shape is not None:
+        call.plan = (_check_granularity(call, x_type.shape, scale_type.shape, "y_scale"), out)
+    return [TensorType(out, x_type.shape)]
+
+
+def _quantize(call: Call, xs: list) -> list:
+    x, scale = xs[0], xs[1]
+    zero_point = xs[2] if len(xs) > 2 else None
+    granularity, out = call.plan
+    precision = call.attrs.get("precision") or 0
+    scale_dtype = dtypes.dtype(precision) if precision else dtypes.of_array(scale)
+    compute = np.float64 if scale_dtype.onnx_name == "int32" else np.float32
+    x_wide = to_wide(x, dtypes.of_array(x)).astype(compute)
+    scale_wide = _expand_param(to_wide(scale, dtypes.of_array(scale)).astype(compute), x.shape, granularity)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotient = x_wide / scale_wide
+    if scale_dtype.onnx_name in ("float16", "bfloat16"):
+        quotient = convert(quotient, scale_dtype).astype(np.float32)  # the division's precision
+    zp = None
+    if zero_point is not None:
+        zp = _expand_param(to_wide(zero_point, out), x.shape, granularity)
+    if out.onnx_name in _INT_RANGES:
+        low, high = _INT_RANGES[out.onnx_name]
+        rounded = np.rint(quotient)
+        if zp is not None:
+            rounded = rounded + zp.astype(np.float64)
+        return [np.clip(np.nan_to_num(rounded, nan=0.0), low, high).astype(np.int64).astype(out.np_dtype)]
+    if zp is not None:
+        quotient = quotient + zp.astype(quotient.dtype)
+    return [convert(quotient, out, saturate=bool(call.attrs.get("saturate", 1)))]
+
+
+def _quantize_schemas() -> tuple[Schema, ...]:
+    schemas = []
+    for v in (10, 13, 19, 21, 23, 24, 25, 28):
+        x_types = _types("float", "int32") if v < 19 else _types("float", "float16", "bfloat16", "int32")
+        attrs = [Attr("axis", "int", 1)] if v >= 13 else []
+        if v >= 19:
+            attrs.append(Attr("saturate", "int", 1))
+        if v >= 21:
+            attrs += [Attr("block_size", "int", 0), Attr("output_dtype", "int", 0)]
+        if v >= 23:
+            attrs.append(Attr("precision", "int", 0))
+        scale_types = _types("float") if v < 19 else x_types if v < 23 else _scale_types(v, True)
+        schemas.append(Schema(v, (Input("x", x_types), Input("y_scale", scale_types),
+                                  Input("y_zero_point", quantized_types(v), optional=True)),
+                              tuple(attrs), x_types))
+    return tuple(schemas)
+
+
+register(OpDef(
+    "QuantizeLinear", _quantize_schemas(), _quantize_rule, reference=_quantize,
+    doc="y = saturate(round_half_even(x / scale) + zero_point), per tensor, per axis or per block."))

@@ -1,0 +1,102 @@
+"""Partition a specialized graph into execution steps: fused kernels, views and fallbacks.
+
+Rules: a value is materialized when it is a graph output or feeds a node that cannot be
+fused; each materialized value produced by fusable nodes becomes one kernel over its cone
+of elementwise and view nodes (views pushed down to the leaves). A cone without any
+elementwise node is just a view chain and costs nothing. Everything else runs its numpy
+reference (strings, complex, ops without a kernel lowering).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..codegen import scalar
+from ..codegen.fused import Group, GroupBuilder
+from ..ir import Graph, Node, TensorType, Value
+from ..ops import registry
+from ..ops.lowering import Elementwise, Row
+
+
+@dataclass
+class NodeStep:
+    """Run one node with its numpy reference (views stay views; packed Tensors stay packed
+    through view ops)."""
+
+    node: Node
+    call: object
+    opdef: object
+
+
+@dataclass
+class KernelStep:
+    """Run one fused kernel group; ``row`` (node, call, kind) makes it a last-axis reduction or
+    softmax of the group's single sink, written to the node's output."""
+
+    group: Group
+    row: tuple | None = None
+
+
+def _tensor_ok(value: Value | None) -> bool:
+    return value is None or isinstance(value.type, TensorType) and scalar.supported(value.type.dtype)
+
+
+def _fusable(node: Node, call, opdef) -> bool:
+    if not all(_tensor_ok(v) for v in list(node.inputs) + list(node.outputs)):
+        return False
+    if opdef.view is not None and len(node.outputs) == 1:
+        return call.plan is not None or opdef.name == "Identity"
+    return isinstance(opdef.kernel, Elementwise) and opdef.kernel.fusable(call) and len(node.outputs) == 1
+
+
+def _row_kernel(node: Node, call, opdef) -> bool:
+    """A last-axis reduction / softmax whose producer cone can be fused into it."""
+    return isinstance(opdef.kernel, Row) and opdef.kernel.fusable(call) and \
+        all(_tensor_ok(v) for v in list(node.inputs[:1]) + list(node.outputs)) and \
+        node.inputs[0].type.shape is not None and len(node.inputs[0].type.shape) >= 1
+
+
+def partition(graph: Graph, calls: dict, constants: dict) -> list:
+    """Steps in execution order for a graph whose types are all concrete."""
+    producer = {}
+    fusable = {}
+    for node in graph.nodes:
+        opdef = registry.get(node.op_type, node.name, node.domain)
+        fusable[id(node)] = node.op_type != "Constant" and _fusable(node, calls[id(node)], opdef)
+        for value in node.outputs:
+            producer[value.name] = (node, calls[id(node)], opdef)
+    needed = {v.name for v in graph.outputs}
+    rows = {id(n) for n in graph.nodes
+            if _row_kernel(n, calls[id(n)], registry.get(n.op_type, n.name, n.domain))}
+    for node in graph.nodes:
+        if not fusable[id(node)]:
+            needed.update(v.name for v in node.inputs[1 if id(node) in rows else 0:] if v is not None)
+    fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
+    builder = GroupBuilder(fused_producer, constants)
+    steps, done = [], set()
+    for node in graph.nodes:
+        if id(node) in rows:
+            kind = producer[node.outputs[0].name][2].kernel.kind
+            steps.append(KernelStep(builder.build([node.inputs[0]]), (node, calls[id(node)], kind)))
+            continue
+        if not fusable[id(node)]:
+            if node.op_type == "Constant" and node.outputs[0].name in constants:
+                continue
+            steps.append(NodeStep(node, calls[id(node)], producer[node.outputs[0].name][2]))
+            continue
+        for value in node.outputs:
+            if value.name in needed and value.name not in done:
+                done.add(value.name)
+                steps += _materialize(value, fused_producer, builder)
+    return steps
+
+
+def _materialize(value: Value, fused_producer: dict, builder: GroupBuilder) -> list:
+    """Steps producing ``value``: a view chain of NodeSteps, or one kernel."""
+    chain, current = [], value
+    while current.name in fused_producer and fused_producer[current.name][2].view is not None:
+        node, call, opdef = fused_producer[current.name]
+        chain.append(NodeStep(node, call, opdef))
+        current = node.inputs[0]
+    if current.name not in fused_producer:
+        return chain[::-1]
+    return [KernelStep(builder.build([value]))]

@@ -1,0 +1,183 @@
+"""Execute planned steps: view chains, fused kernels (threaded over rows) and numpy fallbacks.
+
+The per-call work for a kernel is a dict lookup keyed by the leaves' layouts; a miss
+composes each leaf's View path, coalesces dims and picks (or compiles) the kernel variant.
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from math import prod
+
+import numpy as np
+
+from .codegen import scalar
+from .codegen.compile import compile_kernel
+from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
+from .passes.fuse import KernelStep, NodeStep
+from .tensor import Tensor, _span_of
+from .view import View
+
+PARALLEL_THRESHOLD = 1 << 16  # elements; below this one thread beats the hand-off cost
+_THREADS = max(1, os.cpu_count() or 1)
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _pool() -> ThreadPoolExecutor:
+    if not _POOL:
+        _POOL.append(ThreadPoolExecutor(_THREADS, thread_name_prefix="dsl"))
+    return _POOL[0]
+
+
+def _storage(obj, dt):
+    """(flat raw buffer, View, packed) of a runtime value for kernel loads."""
+    raw = np.dtype(scalar.raw_view(dt))
+    if isinstance(obj, Tensor):
+        if obj.dtype.packed:
+            return obj.buffer, obj.view, True
+        return obj.buffer.view(raw), obj.view, False
+    if obj.flags.c_contiguous:
+        return obj.reshape(-1).view(raw), View.contiguous(obj.shape), False
+    flat, view = _span_of(obj)
+    return flat.view(raw), view, False
+
+
+def _layout_key(obj):
+    if isinstance(obj, Tensor):
+        view = obj.view
+        return (True, view.shape, view.strides, view.offset)
+    return (obj.shape, obj.strides)
+
+
+def _materialize(buffer, view, packed, dt):
+    """A contiguous copy of what ``view`` reads (a path step that cannot stay a view)."""
+    if packed:
+        codes = Tensor(buffer, dt, view).numpy()
+        return np.ascontiguousarray(codes).reshape(-1).view(np.uint8), View.contiguous(view.shape), False
+    array = np.lib.stride_tricks.as_strided(buffer[view.offset:], view.shape,
+                                            tuple(s * buffer.itemsize for s in view.strides))
+    return np.ascontiguousarray(array).reshape(-1), View.contiguous(view.shape), False
+
+
+def _walk(buffer, view, packed, dt, path):
+    """Apply a leaf's path; returns (buffer, final view, packed, stayed_a_view)."""
+    stayed = True
+    for _, transform in path:
+        moved = transform(view)
+        if moved is None:
+            buffer, view, packed = _materialize(buffer, view, packed, dt)
+            moved, stayed = transform(view), False
+        view = moved
+    return buffer, view, packed, stayed
+
+
+def _coalesce(shape, leaf_views, keep_last: bool = False):
+    """Merge adjacent dims that every leaf (and the C-contiguous output) walks linearly.
+    With ``keep_last`` the last dim stays separate and at least one dim precedes it."""
+    if keep_last:
+        outer, outer_strides = _coalesce(shape[:-1], [View(v.shape[:-1], v.strides[:-1]) for v in leaf_views])
+        return outer + (shape[-1],), [st + (v.strides[-1],) for st, v in zip(outer_strides, leaf_views)]
+    dims = [k for k, d in enumerate(shape) if d != 1] or [len(shape)]
+    if len(shape) == 0 or dims == [len(shape)]:
+        return (1,), [(0,) for _ in leaf_views]
+    out_shape = [shape[dims[0]]]
+    out_strides = [[v.strides[dims[0]]] for v in leaf_views]
+    for k in dims[1:]:
+        size = shape[k]
+        if all(st[-1] == v.strides[k] * size for st, v in zip(out_strides, leaf_views)):
+            out_shape[-1] *= size
+            for st, v in zip(out_strides, leaf_views):
+                st[-1] = v.strides[k]
+        else:
+            out_shape.append(size)
+            for st, v in zip(out_strides, leaf_views):
+                st.append(v.strides[k])
+    return tuple(out_shape), [tuple(st) for st in out_strides]
+
+
+def _inner_kind(stride: int) -> int:
+    return INNER_BROADCAST if stride == 0 else INNER_UNIT if stride == 1 else INNER_STRIDED
+
+
+class KernelRunner:
+    """Runs one KernelStep; caches launch plans by leaf layout."""
+
+    def __init__(self, step: KernelStep):
+        self.group = step.group
+        self.row = step.row
+        self.plans: dict = {}
+        self.size = prod(self.group.shape)
+        if self.row is None:
+            self.outputs = [(s.name, s.type.dtype, tuple(self.group.shape)) for s in self.group.sinks]
+        else:
+            out = self.row[0].outputs[0]
+            self.outputs = [(out.name, out.type.dtype, tuple(out.type.shape))]
+
+    def _source(self, rank: int, kinds) -> str:
+        if self.row is None:
+            return kernel_source(self.group, rank, kinds)
+        return row_source(self.group, self.row[2], rank, kinds, self.outputs[0][1])
+
+    def _plan(self, objs):
+        storages, views, kinds = [], [], []
+        cacheable = True
+        for leaf, obj in zip(self.group.leaves, objs):
+            buffer, view, packed = _storage(obj, leaf.dtype)
+            buffer, view, packed, stayed = _walk(buffer, view, packed, leaf.dtype, leaf.path)
+            cacheable &= stayed
+            storages.append((buffer, packed))
+            views.append(view)
+        shape, strides = _coalesce(self.group.shape, views, keep_last=self.row is not None)
+        kinds = [(packed, _inner_kind(st[-1])) for (_, packed), st in zip(storages, strides)]
+        kernel = compile_kernel(self._source(len(shape), kinds))
+        params = []
+        for view, st in zip(views, strides):
+            params.append((np.int64(view.offset), np.array(st, np.int64)))
+        return cacheable, kernel, np.array(shape, np.int64), params, storages
+
+    def run(self, env: dict) -> None:
+        if self.size == 0:
+            for name, dt, out_shape in self.outputs:
+                env[name] = np.empty(out_shape, dt.np_dtype)
+            return
+        objs = [env[leaf.value.name] for leaf in self.group.leaves]
+        key = tuple(_layout_key(o) for o in objs)
+        plan = self.plans.get(key)
+        if plan is None:
+            cacheable, kernel, shape, params, storages = self._plan(objs)
+            buffers = [b for b, _ in storages]
+            if cacheable:
+                self.plans[key] = (kernel, shape, params)
+        else:
+            kernel, shape, params = plan
+            buffers = [_storage(o, leaf.dtype)[0] for o, leaf in zip(objs, self.group.leaves)]
+        args = []
+        for buffer, (offset, strides) in zip(buffers, params):
+            args += [buffer, offset, strides]
+        outs = [np.empty(prod(out_shape), scalar.raw_view(dt)) for _, dt, out_shape in self.outputs]
+        rows = int(shape[0])
+        if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1:
+            bounds = np.linspace(0, rows, min(_THREADS, rows) + 1).astype(np.int64)
+            futures = [_pool().submit(kernel, int(a), int(b), shape, *args, *outs)
+                       for a, b in zip(bounds[:-1], bounds[1:])]
+            for future in futures:
+                future.result()
+        else:
+            kernel(0, rows, shape, *args, *outs)
+        for (name, dt, out_shape), out in zip(self.outputs, outs):
+            env[name] = out.view(dt.np_dtype).reshape(out_shape)
+
+
+def run_node(step: NodeStep, env: dict) -> None:
+    """A node by its numpy reference (packed Tensors through view ops keep their buffer)."""
+    args = [None if v is None else env[v.name] for v in step.node.inputs]
+    if args and isinstance(args[0], Tensor):
+        if step.opdef.view is not None:
+            moved = step.opdef.view(step.call, args[0].view)
+            if moved is not None:
+                env[step.node.outputs[0].name] = args[0].with_view(moved)
+                return
+        args = [a.numpy() if isinstance(a, Tensor) else a for a in args]
+    args = [a.numpy() if isinstance(a, Tensor) else a for a in args]
+    for value, result in zip(step.node.outputs, step.opdef.reference(step.call, args)):
+        env[value.name] = result

@@ -1,0 +1,207 @@
+"""Tracing: inside ``@dsl.jit`` the dsl functions and Python operators build IR nodes.
+
+A ``Tracer`` is a graph ``Value`` that knows its builder; every op added goes through the
+op's rule at once, so a bad axis raises at trace time naming the op. Python scalars are
+weakly typed (NEP 50): ``x + 1.0`` makes a constant of x's element type.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes
+from .errors import DslError, InputError
+from .ir import Graph, Node, TensorType, Value, type_of_array
+from .ops import registry
+from .passes.infer_shapes import fold
+
+class Tracer(Value):
+    """A symbolic tensor inside a traced function."""
+
+    def __init__(self, name: str, value_type, builder: "Builder"):
+        super().__init__(name, value_type)
+        self.builder = builder
+
+    __hash__ = Value.__hash__
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    @property
+    def shape(self):
+        return self.type.shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self.type.shape)
+
+    def __bool__(self):
+        raise DslError(f"jit: the truth value of traced tensor %{self.name} is not known at trace time; "
+                       f"use dsl.where instead of Python control flow on tensor values")
+
+    def __array__(self, *args, **kwargs):
+        raise DslError(f"jit: traced tensor %{self.name} cannot become a numpy array inside a traced "
+                       f"function; use dsl functions on it")
+
+    def __repr__(self) -> str:
+        return f"Tracer(%{self.name}: {self.type})"
+
+    # Python operators -> ONNX ops
+    def __add__(self, other): return binary("Add", self, other)
+    def __radd__(self, other): return binary("Add", other, self)
+    def __sub__(self, other): return binary("Sub", self, other)
+    def __rsub__(self, other): return binary("Sub", other, self)
+    def __mul__(self, other): return binary("Mul", self, other)
+    def __rmul__(self, other): return binary("Mul", other, self)
+    def __truediv__(self, other): return binary("Div", self, other)
+    def __rtruediv__(self, other): return binary("Div", other, self)
+    def __pow__(self, other): return binary("Pow", self, other)
+    def __rpow__(self, other): return binary("Pow", other, self)
+    def __matmul__(self, other): return binary("MatMul", self, other)
+    def __rmatmul__(self, other): return binary("MatMul", other, self)
+    def __neg__(self): return self.builder.add("Neg", [self])[0]
+    def __abs__(self): return self.builder.add("Abs", [self])[0]
+    def __invert__(self): return self.builder.add("Not", [self])[0]
+    def __and__(self, other): return binary("And", self, other)
+    def __rand__(self, other): return binary("And", other, self)
+    def __or__(self, other): return binary("Or", self, other)
+    def __ror__(self, other): return binary("Or", other, self)
+    def __lt__(self, other): return binary("Less", self, other)
+    def __le__(self, other): return binary("LessOrEqual", self, other)
+    def __gt__(self, other): return binary("Greater", self, other)
+    def __ge__(self, other): return binary("GreaterOrEqual", self, other)
+    def __eq__(self, other): return binary("Equal", self, other)  # noqa: D105
+
+    def __ne__(self, other):
+        return self.builder.add("Not", [binary("Equal", self, other)])[0]
+
+
+class Builder:
+    """Collects nodes of one traced function into a Graph."""
+
+    def __init__(self, name: str, opset: int):
+        self.graph = Graph(name, [], [], [], {}, opset)
+        self.constants: dict[str, np.ndarray] = dict()  # initializers and folded values
+        self.calls: dict[int, object] = {}  # id(node) -> its planned Call
+        self._names: set[str] = set()
+
+    def fresh(self, stem: str) -> str:
+        index = len(self._names)
+        name = f"{stem}{index}"
+        while name in self._names:
+            index += 1
+            name = f"{stem}{index}"
+        self._names.add(name)
+        return name
+
+    def input(self, name: str, value_type) -> Tracer:
+        self._names.add(name)
+        tracer = Tracer(name, value_type, self)
+        self.graph.inputs.append(tracer)
+        return tracer
+
+    def constant(self, array: np.ndarray) -> Tracer:
+        name = self.fresh("c")
+        self.constants[name] = array
+        self.graph.initializers[name] = array
+        return Tracer(name, type_of_array(array), self)
+
+    def lift(self, value, like: Tracer | None = None) -> Tracer:
+        """A traced value for ``value``: Python scalars take ``like``'s element type."""
+        if isinstance(value, Tracer):
+            return value
+        if like is not None and isinstance(value, (bool, int, float)):
+            return self.constant(_weak_scalar(value, like.dtype))
+        from .values import as_array
+        return self.constant(as_array(value, "jit", "constant"))
+
+    def add(self, op_type: str, inputs: list, attrs: dict | None = None) -> list[Tracer]:
+        """Append a node; its rule runs now (trace-time validation and shape inference)."""
+        attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
+        opdef = registry.get(op_type)
+        schema = opdef.schema(self.graph.opset)
+        types = [None if v is None else v.type for v in inputs]
+        values = [None if v is None else self.constants.get(v.name) for v in inputs]
+        node_name = self.fresh(op_type.lower() + "_")
+        call = opdef.make_call(schema, node_name, attrs, types, values)
+        out_types = opdef.infer(schema, call)
+        outputs = [Tracer(self.fresh("v"), t, self) for t in out_types]
+        node = Node(op_type, list(inputs), outputs, attrs, node_name)
+        self.graph.nodes.append(node)
+        self.calls[id(node)] = call
+        fold(opdef, call, inputs, values, self.constants, outputs)
+        return outputs
+
+
+def _weak_scalar(value, dt) -> np.ndarray:
+    if dt.kind in ("int", "uint") and isinstance(value, float):
+        raise InputError(f"jit: Python float {value!r} mixed with a {dt} tensor; cast one side explicitly")
+    return np.array(value, dtype=dt.np_dtype if dt.kind != "string" else object)
+
+
+def binary(op_type: str, left, right) -> Tracer:
+    """Apply a two-input op, lifting Python scalars to the other side's element type."""
+    anchor = left if isinstance(left, Tracer) else right
+    builder = anchor.builder
+    return builder.add(op_type, [builder.lift(left, anchor), builder.lift(right, anchor)])[0]
+
+
+def current_builder(values) -> Builder | None:
+    """The builder of the first Tracer among ``values`` (None when nothing is traced)."""
+    for value in values:
+        if isinstance(value, Tracer):
+            return value.builder
+    return None
+
+
+def trace_into(builder: Builder, fn, arg_types: list) -> Graph:
+    """Trace ``fn`` on symbolic inputs of ``arg_types`` into ``builder``; returns its Graph."""
+    name = builder.graph.name
+    params = _parameter_names(fn, len(arg_types))
+    tracers = [builder.input(p, t) for p, t in zip(params, arg_types)]
+    result = fn(*tracers)
+    outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+    for index, out in enumerate(outputs):
+        if not isinstance(out, Tracer):
+            raise DslError(f"jit: {name} returned {type(out).__name__} as output {index}; expected "
+                           f"tensors computed from its inputs")
+        if out.builder is not builder:
+            raise DslError(f"jit: output {index} of {name} belongs to another traced function")
+    builder.graph.outputs = _distinct_outputs(builder, outputs)
+    return builder.graph
+
+
+def _distinct_outputs(builder: Builder, outputs: list) -> list:
+    """Graph outputs must be distinct node outputs: route inputs and repeats through Identity."""
+    seen, result = set(), []
+    produced = {v.name for n in builder.graph.nodes for v in n.outputs}
+    for out in outputs:
+        if out.name in seen or out.name not in produced:
+            out = builder.add("Identity", [out])[0]
+        seen.add(out.name)
+        result.append(out)
+    return result
+
+
+def _parameter_names(fn, count: int) -> list[str]:
+    import inspect
+    try:
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    names = names[:count]
+    return names + [f"arg{i}" for i in range(len(names), count)]
+
+
+def input_type(arg, index: int) -> TensorType:
+    """The TensorType of a jit argument (array, Tensor, TensorType or Python scalar)."""
+    from .tensor import Tensor
+    if isinstance(arg, TensorType):
+        return arg
+    if isinstance(arg, Tensor):
+        return TensorType(arg.dtype, arg.shape)
+    if isinstance(arg, np.ndarray):
+        return TensorType(dtypes.of_array(arg, f"jit: argument {index}"), arg.shape)
+    raise InputError(f"jit: argument {index} is a {type(arg).__name__}; expected a numpy array, "
+                     f"dsl.Tensor or dsl.TensorType")

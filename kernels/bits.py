@@ -1,0 +1,73 @@
+"""Scalar bit casts (float <-> same-width uint) for numba code, and float16 / bfloat16 conversion.
+
+numba has no float16 on the CPU and no scalar bitcast, so generated kernels carry float16
+and bfloat16 as uint16 bits and convert with these helpers (exact decode, RNE encode).
+"""
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
+
+
+def _bitcast(src, dst, llvm_type):
+    @intrinsic
+    def cast(typingctx, value):
+        def codegen(context, builder, signature, args):
+            return builder.bitcast(args[0], llvm_type)
+        return dst(src), codegen
+    return cast
+
+
+f32_from_bits = _bitcast(types.uint32, types.float32, ir.FloatType())
+bits_from_f32 = _bitcast(types.float32, types.uint32, ir.IntType(32))
+f64_from_bits = _bitcast(types.uint64, types.float64, ir.DoubleType())
+bits_from_f64 = _bitcast(types.float64, types.uint64, ir.IntType(64))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def bf16_to_f32(bits):
+    """bfloat16 bits (uint16) -> float32: bfloat16 is the top half of a float32."""
+    return f32_from_bits(np.uint32(bits) << np.uint32(16))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def f32_to_bf16(value):
+    """float32 -> bfloat16 bits, round to nearest even; NaN -> quiet NaN with the sign kept."""
+    word = bits_from_f32(np.float32(value))
+    if (word & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        return np.uint16((word >> np.uint32(16)) & np.uint32(0x8000) | np.uint32(0x7FC0))
+    rounding = np.uint32(0x7FFF) + ((word >> np.uint32(16)) & np.uint32(1))
+    return np.uint16((word + rounding) >> np.uint32(16))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def f16_to_f32(bits):
+    """IEEE half bits (uint16) -> float32, exact (subnormals, Inf and NaN payloads kept)."""
+    h = np.uint32(bits)
+    sign = (h & np.uint32(0x8000)) << np.uint32(16)
+    exponent = (h >> np.uint32(10)) & np.uint32(0x1F)
+    mantissa = h & np.uint32(0x3FF)
+    if exponent == 0x1F:
+        return f32_from_bits(sign | np.uint32(0x7F800000) | (mantissa << np.uint32(13)))
+    if exponent == 0:
+        magnitude = np.float32(mantissa) * np.float32(5.960464477539063e-08)  # mantissa * 2^-24
+        return -magnitude if sign else magnitude
+    return f32_from_bits(sign | ((exponent + np.uint32(112)) << np.uint32(23)) | (mantissa << np.uint32(13)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def f32_to_f16(value):
+    """float32 -> IEEE half bits, round to nearest even (overflow -> Inf, NaN kept quiet)."""
+    word = bits_from_f32(np.float32(value))
+    sign = np.uint32((word >> np.uint32(16)) & np.uint32(0x8000))
+    magnitude = word & np.uint32(0x7FFFFFFF)
+    if magnitude > np.uint32(0x7F800000):
+        return np.uint16(sign | np.uint32(0x7E00) | ((magnitude >> np.uint32(13)) & np.uint32(0x1FF)))
+    if magnitude >= np.uint32(0x477FF000):  # >= 65520 rounds to Inf
+        return np.uint16(sign | np.uint32(0x7C00))
+    if magnitude < np.uint32(0x38800000):  # below 2^-14: a half subnormal (or zero)
+        scaled = f32_from_bits(magnitude) * np.float32(16777216.0)  # exact: value * 2^24
+        return np.uint16(sign | np.uint32(np.rint(scaled)))
+    rounding = np.uint32(0xFFF) + ((magnitude >> np.uint32(13)) & np.uint32(1))
+    return np.uint16(sign | ((magnitude - np.uint32(0x38000000) + rounding) >> np.uint32(13)))

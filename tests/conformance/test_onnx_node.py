@@ -1,0 +1,89 @@
+"""ONNX backend node tests (generated in-process by the installed onnx) for every supported op."""
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+
+import dsl  # noqa: E402
+from dsl import dtypes  # noqa: E402
+from dsl.ops import all_ops  # noqa: E402
+
+SUPPORTED = frozenset(all_ops())
+# The op set of the semantic core; the onnx 1.23 suite has exactly 43 cases using only these.
+BASE_OPS = frozenset({"Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose", "Expand",
+                      "Identity", "Constant"})
+BASE_CASE_FLOOR = 43
+
+
+def _op_types(graph) -> set:
+    """Op types of a graph's nodes, subgraphs included; non-default domains are qualified."""
+    found = set()
+    for node in graph.node:
+        found.add(node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}")
+        for attr in node.attribute:
+            subgraphs = list(attr.graphs) + ([attr.g] if attr.HasField("g") else [])
+            for sub in subgraphs:
+                found |= _op_types(sub)
+    return found
+
+
+def _collect():
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # the generators divide by zero on purpose
+        cases = collect_testcases()
+    return [(case, _op_types(case.model.graph)) for case in cases]
+
+
+ALL_CASES = _collect()
+CASES = [case for case, ops in ALL_CASES if ops <= SUPPORTED]
+
+
+def test_base_op_cases_are_all_collected():
+    assert BASE_OPS <= SUPPORTED, f"ops missing from the registry: {sorted(BASE_OPS - SUPPORTED)}"
+    base = [case.name for case, ops in ALL_CASES if ops <= BASE_OPS]
+    assert len(base) >= BASE_CASE_FLOOR, base
+    assert set(base) <= {case.name for case in CASES}
+
+
+def _as_value(data):
+    """Test data as run() takes and returns it: TensorProto (the suite's carrier for types numpy
+    lacks) decoded by onnx itself, numpy scalars as 0-d arrays, lists element-wise."""
+    if isinstance(data, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(data)
+    if isinstance(data, list):
+        return [_as_value(item) for item in data]
+    return np.asarray(data) if isinstance(data, np.generic) else data
+
+
+def _assert_same(got, want, rtol: float, atol: float, where: str) -> None:
+    if want is None:
+        assert got is None, f"{where}: expected an empty optional, got {got!r}"
+        return
+    if isinstance(want, list):
+        assert isinstance(got, list), f"{where}: expected a sequence, got {type(got).__name__}"
+        assert len(got) == len(want), f"{where}: sequence length {len(got)} != {len(want)}"
+        for index, (g, w) in enumerate(zip(got, want)):
+            _assert_same(g, w, rtol, atol, f"{where}[{index}]")
+        return
+    assert isinstance(got, np.ndarray), f"{where}: expected an ndarray, got {type(got).__name__}"
+    assert got.dtype == want.dtype, f"{where}: dtype {got.dtype} != {want.dtype}"
+    assert got.shape == want.shape, f"{where}: shape {got.shape} != {want.shape}"
+    if dtypes.of_array(want).kind in ("float", "complex"):
+        wide = np.complex128 if want.dtype.kind == "c" else np.float64
+        np.testing.assert_allclose(got.astype(wide), want.astype(wide), rtol=rtol, atol=atol, err_msg=where)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=where)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_node(case):
+    prog = dsl.from_onnx(case.model)
+    assert case.data_sets, f"{case.name}: no data sets"
+    for inputs, outputs in case.data_sets:
+        got = prog.run(dict(zip(prog.input_names, [_as_value(x) for x in inputs])))
+        assert len(got) == len(outputs)
+        for name, g, w in zip(prog.output_names, got, outputs):
+            _assert_same(g, _as_value(w), case.rtol, case.atol, f"{case.name} output {name!r}")
