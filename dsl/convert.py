@@ -7,8 +7,10 @@ The choices where implementations disagree live here, in one place:
 - float -> int4/uint4/int2/uint2: truncate toward zero, then wrap to the bit width
   (onnx's reference and the node tests' data; onnxruntime rounds instead). NaN and Inf
   give 0. Integer sources wrap.
-- float -> standard integer types: out of range is undefined in the spec; we give numpy's
-  C cast result (no error, no warning).
+- float -> standard integer types (out of range is undefined in the spec): truncate toward
+  zero; NaN, +-Inf and |x| >= 2**63 give 0; then wrap to the width (uint64 keeps [2**63, 2**64)).
+  Platform-independent, and exactly what the generated kernels do.
+- float64 -> float16 / bfloat16 rounds once (kernels: round-to-odd float32, then RNE).
 - integers wider than 2**53 converted to a float8/bfloat16 type go through float64.
 - string -> number: Python float() parsing ("1e-5", "INF", "-inf", "NaN", any case), then
   the numeric rule; number -> string: shortest round-trip repr (numpy's str of the value).
@@ -18,10 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from kernels import floats as float_kernels
+from kernels import packed as packed_kernels
 
 from . import dtypes
 from .dtypes import DType
 from .errors import InputError
+from .tensor import Tensor
 
 # Exotic float formats encoded and decoded by kernels.floats (ONNX spelling).
 ENCODED_FLOATS = frozenset({"bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
@@ -84,5 +88,50 @@ def convert(array: np.ndarray, dst: DType, *, saturate: bool = True, round_mode:
         codes = float_kernels.encode(np.ascontiguousarray(wide).reshape(-1), dst.onnx_name,
                                      saturate=saturate, round_mode=round_mode)
         return codes.view(dst.np_dtype).reshape(array.shape)
+    if wide.dtype.kind == "f" and dst.kind in ("int", "uint") and not dst.packed:
+        return float_to_int(wide, dst.np_dtype)
     with np.errstate(all="ignore"):
         return wide.astype(dst.np_dtype)
+
+
+def float_to_int(values: np.ndarray, np_dtype) -> np.ndarray:
+    """Truncate toward zero; NaN, +-Inf and |x| >= 2**63 become 0; wrap to ``np_dtype``."""
+    with np.errstate(all="ignore"):
+        whole = np.trunc(values.astype(np.float64))
+        big_unsigned = (whole >= 2.0 ** 63) & (whole < 2.0 ** 64) if np.dtype(np_dtype) == np.uint64 else None
+        bad = ~np.isfinite(whole) | (np.abs(whole) >= 2.0 ** 63)
+        result = np.where(bad, 0.0, whole).astype(np.int64).astype(np_dtype)
+        if big_unsigned is not None and big_unsigned.any():
+            result[big_unsigned] = whole[big_unsigned].astype(np.uint64)
+    return result
+
+
+def _element_values(src: DType, dst: DType) -> np.ndarray:
+    """The value of every code of a packed type, already converted to ``dst``."""
+    codes = np.arange(1 << src.bits, dtype=np.uint8).view(src.np_dtype)
+    return convert(codes, dst)
+
+
+def convert_tensor(tensor: Tensor, dst: DType, *, saturate: bool = True, round_mode: str = "up"):
+    """Cast a Tensor without unpacking through an intermediate array where a direct kernel
+    exists; returns a Tensor (packed when ``dst`` is) or None when no direct path applies.
+
+    - packed -> any byte-or-wider numeric type: one 256-row byte table lookup per byte;
+    - float / int array -> packed int4/uint4/int2/uint2: truncate, wrap and pack in one pass.
+    """
+    src = tensor.dtype
+    contiguous = tensor.view.is_contiguous
+    if src.packed and not dst.packed and dst.kind not in ("string",) and contiguous:
+        values = _element_values(src, dst)
+        raw = np.dtype(np.uint16) if dst.np_dtype.itemsize == 2 and dst.kind == "float" else dst.np_dtype
+        table = packed_kernels.byte_table(values.view(raw) if raw != dst.np_dtype else values, src.bits)
+        out = np.empty(tensor.size, raw)
+        packed_kernels.unpack_values(tensor.buffer, tensor.view.offset, tensor.size, table, out)
+        return Tensor.from_numpy(out.view(dst.np_dtype).reshape(tensor.shape))
+    if dst.packed and dst.kind in ("int", "uint") and not src.packed and src.kind in ("int", "uint", "float") \
+            and src.onnx_name not in ENCODED_FLOATS:
+        flat = np.ascontiguousarray(tensor.numpy()).reshape(-1)
+        out = np.empty(dst.packed_nbytes(flat.size), np.uint8)
+        (packed_kernels.pack_floats if src.kind == "float" else packed_kernels.pack_ints)(flat, dst.bits, out)
+        return Tensor.from_packed(out, dst, tensor.shape)
+    return None

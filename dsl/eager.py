@@ -95,6 +95,9 @@ def call(op_type: str, data, opset: int | None = None, **named):
     if op_call.folded is not None:
         out = op_call.folded[0]
     else:
+        direct = opdef.tensor_reference(op_call, inputs) if is_tensor and opdef.tensor_reference else None
+        if direct is not None:
+            return direct[0]
         arrays = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
         out = opdef.reference(op_call, arrays)[0]
     if isinstance(out, np.ndarray) and any(out is x for x in inputs):

@@ -351,7 +351,7 @@ def clip(x, min=None, max=None, *, opset: int | None = None):  # noqa: A002  (th
     """
     builder = current_builder([x, min, max])
     version = builder.graph.opset if builder is not None else LATEST_OPSET if opset is None else opset
-    if isinstance(version, int) and version < 11:
+    if isinstance(version, (int, np.integer)) and version < 11:
         return call("Clip", x, opset, min=min, max=max)
     return call("Clip", x, opset, min=None if min is None else _weak("Clip", min, x),
                 max=None if max is None else _weak("Clip", max, x))

@@ -71,3 +71,19 @@ def f32_to_f16(value):
         return np.uint16(sign | np.uint32(np.rint(scaled)))
     rounding = np.uint32(0xFFF) + ((magnitude >> np.uint32(13)) & np.uint32(1))
     return np.uint16(sign | ((magnitude - np.uint32(0x38000000) + rounding) >> np.uint32(13)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def f64_to_f32_odd(value):
+    """float64 -> float32 rounding to ODD: an inexact result gets an odd last bit. Rounding
+    that again to any format at least 2 bits narrower (float16, bfloat16) equals rounding the
+    float64 once (the round-to-odd theorem)."""
+    x = np.float64(value)
+    nearest = np.float32(x)
+    if np.float64(nearest) == x or not np.isfinite(x) or not np.isfinite(nearest):
+        return nearest
+    word = bits_from_f32(nearest)
+    if word & np.uint32(1):
+        return nearest
+    toward_zero = abs(np.float64(nearest)) > abs(x)  # RNE went away from zero: step back
+    return f32_from_bits(word - np.uint32(1) if toward_zero else word + np.uint32(1))

@@ -20,19 +20,109 @@ from math import prod
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
 
-# Measured with benchmarks/copy_bench.py (transposed 8192^2 / 4096^2 float32, uint8,
-# float64): see the module docstring of the benchmark for the table.
-TILE_ROWS = 64  # along the output's outer tile dim (the source-contiguous one)
-TILE_COLS = 64  # along the output's innermost dim
+# Measured with benchmarks/copy_bench.py on the 2-core dev VM (see its docstring).
+TILE_ROW_BYTES = 1024  # output rows per task x item size: the length of each source read run
+TILE_COLS = 64  # source rows (output columns) visited per sweep of a task's rows
 PARALLEL_MIN_ELEMENTS = 1 << 18
+STREAM_MIN_BYTES = 1 << 22  # outputs this large bypass the cache (non-temporal stores)
 PACKED_CHUNK_BYTES = 1 << 14
+LINE_BYTES = 64  # a transpose block moves whole cache lines: 64 // itemsize lanes square
 
 _UINT_BY_ITEMSIZE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64,
                      16: np.dtype([("lo", "<u8"), ("hi", "<u8")])}
 
 
 # ---------------------------------------------------------------- byte-sized kernels
+
+def transpose_block(src, s, col_src, out, o, row_out, stream):
+    """out[o + i*row_out + j] = src[s + j*col_src + i] for i, j < 64 // itemsize.
+
+    Jitted for integer items as SIMD: one vector load per source row, log2(lanes)
+    shuffle stages, one vector store per output row; ``stream`` stores are
+    non-temporal and need every output row 64-byte aligned.
+    """
+    lanes = LINE_BYTES // src.itemsize
+    for j in range(lanes):
+        for i in range(lanes):
+            out[o + i * row_out + j] = src[s + j * col_src + i]
+
+
+def _transpose_block_codegen(context, builder, signature, args):
+    src_type, out_type, stream = signature.args[0], signature.args[3], signature.args[6].literal_value
+    lanes = LINE_BYTES // src_type.dtype.bitwidth * 8
+    vector_ptr = ir.VectorType(context.get_data_type(src_type.dtype), lanes).as_pointer()
+    src_data = context.make_array(src_type)(context, builder, args[0]).data
+    out_data = context.make_array(out_type)(context, builder, args[3]).data
+
+    def row_pointer(data, base, stride, k):
+        index = builder.add(base, builder.mul(stride, ir.Constant(ir.IntType(64), k)))
+        return builder.bitcast(builder.gep(data, [index]), vector_ptr)
+
+    rows = [builder.load(row_pointer(src_data, args[1], args[2], k), align=1) for k in range(lanes)]
+    # Stage d swaps bit d of the row number with bit d of the lane number; after all
+    # log2(lanes) stages row i holds lane i of every source row.
+    distance = 1
+    while distance < lanes:
+        masks = [[i if not i & distance else lanes + i - distance for i in range(lanes)],
+                 [i + distance if not i & distance else lanes + i for i in range(lanes)]]
+        masks = [ir.Constant(ir.VectorType(ir.IntType(32), lanes), mask) for mask in masks]
+        for j in range(lanes):
+            if not j & distance:
+                a, b = rows[j], rows[j + distance]
+                rows[j], rows[j + distance] = (builder.shuffle_vector(a, b, mask) for mask in masks)
+        distance *= 2
+    nontemporal = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+    for k in range(lanes):
+        store = builder.store(rows[k], row_pointer(out_data, args[4], args[5], k),
+                              align=LINE_BYTES if stream else 1)
+        if stream:
+            store.set_metadata("nontemporal", nontemporal)
+    return context.get_dummy_value()
+
+
+@intrinsic(prefer_literal=True)
+def _transpose_block_simd(typingctx, src, s, col_src, out, o, row_out, stream):
+    if isinstance(stream, types.BooleanLiteral) and isinstance(src.dtype, types.Integer):
+        return types.void(src, s, col_src, out, o, row_out, stream), _transpose_block_codegen
+    return None
+
+
+def store_fence():
+    """Order this thread's non-temporal stores before anything it does next."""
+
+
+def _store_fence_codegen(context, builder, signature, args):
+    builder.fence("seq_cst")
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _store_fence_jit(typingctx):
+    return types.void(), _store_fence_codegen
+
+
+@overload(store_fence, jit_options={"nogil": True})
+def _store_fence_overload():
+    # Non-temporal stores are weakly ordered: fence before other threads read the output.
+    return lambda: _store_fence_jit()
+
+
+@overload(transpose_block, jit_options={"nogil": True})
+def _transpose_block_jit(src, s, col_src, out, o, row_out, stream):
+    if not isinstance(src.dtype, types.Integer):  # 16-byte records: plain loops
+        return transpose_block
+
+    def simd(src, s, col_src, out, o, row_out, stream):
+        if stream:
+            _transpose_block_simd(src, s, col_src, out, o, row_out, True)
+        else:
+            _transpose_block_simd(src, s, col_src, out, o, row_out, False)
+    return simd
+
 
 @numba.njit(cache=True, nogil=True)
 def _copy_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, out):
@@ -48,30 +138,44 @@ def _copy_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_s
 
 
 @numba.njit(cache=True, nogil=True)
-def _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, out):
-    # A transpose reads the source along rows and writes the output along cols: go
-    # through an L1-sized buffer so each phase streams one side contiguously
-    # (row-major reads into buf, then contiguous writes), whatever the strides' set
-    # aliasing (power-of-two strides make a direct tiled loop thrash L1 ways).
-    buf = np.empty(TILE_ROWS * TILE_COLS, src.dtype)
-    for col0 in range(0, cols, TILE_COLS):
-        col_count = min(TILE_COLS, cols - col0)
-        for col in range(col_count):
-            s = src_base + (col0 + col) * col_src
-            for row in range(row_count):
-                buf[col * TILE_ROWS + row] = src[np.uint64(s + row * row_src)]
-        for row in range(row_count):
-            o = out_base + row * row_out + col0
-            for col in range(col_count):
-                out[np.uint64(o + col)] = buf[col * TILE_ROWS + row]
+def _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, stream, out):
+    # A transpose: rows read the source contiguously, cols write the output
+    # contiguously. Sweep TILE_COLS source rows at a time over this task's rows so
+    # each source read run is row_count items; whole-cache-line SIMD blocks inside.
+    if row_src != 1:
+        for col0 in range(0, cols, TILE_COLS):
+            _copy_rows(src, src_base + col0 * col_src, out_base + col0, row_count, row_src, row_out,
+                       min(TILE_COLS, cols - col0), col_src, out)
+        return
+    lanes = LINE_BYTES // src.itemsize
+    first = 0
+    if stream:  # start blocks at the first 64-byte aligned output column
+        address = np.int64(out.ctypes.data) + out_base * src.itemsize
+        first = min(cols, (-address % LINE_BYTES) // src.itemsize)
+    last = first + (cols - first) // lanes * lanes
+    block_rows = row_count // lanes * lanes
+    sweep = (TILE_COLS + lanes - 1) // lanes * lanes
+    for col0 in range(first, last, sweep):
+        col1 = min(col0 + sweep, last)
+        for row in range(0, block_rows, lanes):
+            for col in range(col0, col1, lanes):
+                transpose_block(src, src_base + row + col * col_src, col_src,
+                                out, out_base + row * row_out + col, row_out, stream)
+    if stream:
+        store_fence()
+    _copy_rows(src, src_base, out_base, row_count, 1, row_out, first, col_src, out)
+    _copy_rows(src, src_base + last * col_src, out_base + last, row_count, 1, row_out,
+               cols - last, col_src, out)
+    _copy_rows(src, src_base + block_rows + first * col_src, out_base + block_rows * row_out + first,
+               row_count - block_rows, 1, row_out, last - first, col_src, out)
 
 
 @numba.njit(cache=True, nogil=True)
-def _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out,
-               cols, col_src, blocked, task, out):
-    row_tiles = (rows + TILE_ROWS - 1) // TILE_ROWS
+def _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
+               col_src, blocked, tile_rows, stream, task, out):
+    row_tiles = (rows + tile_rows - 1) // tile_rows
     outer_index = task // row_tiles
-    row0 = (task - outer_index * row_tiles) * TILE_ROWS
+    row0 = (task - outer_index * row_tiles) * tile_rows
     src_base = offset + row0 * row_src
     out_base = row0 * row_out
     for k in range(outer_shape.shape[0] - 1, -1, -1):
@@ -80,42 +184,42 @@ def _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, ro
         outer_index = quotient
         src_base += position * outer_src[k]
         out_base += position * outer_out[k]
-    row_count = min(TILE_ROWS, rows - row0)
+    row_count = min(tile_rows, rows - row0)
     if blocked:
-        _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, out)
+        _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, stream, out)
     else:
         _copy_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, out)
 
 
 @numba.njit(cache=True, nogil=True)
-def copy_strided(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out,
-                 cols, col_src, blocked, out):
+def copy_strided(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
+                 col_src, blocked, tile_rows, stream, out):
     """out[o + i*row_out + j] = src[offset + s + i*row_src + j*col_src] for every
-    outer multi-index (offsets s, o from the outer dims), row i < rows, col j < cols.
+    outer multi-index (offsets s, o from the ``outer_*`` dims), row i < rows, col j < cols.
 
-    ``src``/``out`` are 1-D of one unsigned (or uint64-pair record) dtype; ``outer_*``
-    int64 arrays. Requires every addressed index in range (checked by the caller).
+    ``src``/``out``: 1-D arrays of one unsigned (or uint64-pair record) dtype;
+    ``outer_*``: int64 arrays. Tasks are (outer index, ``tile_rows`` rows); ``blocked``
+    copies them as transposes, ``stream`` (needs row_out * itemsize % 64 == 0) with
+    non-temporal stores. Requires every addressed index in range (checked by the caller).
     """
-    row_tiles = (rows + TILE_ROWS - 1) // TILE_ROWS
-    task_count = row_tiles
+    task_count = (rows + tile_rows - 1) // tile_rows
     for k in range(outer_shape.shape[0]):
         task_count *= outer_shape[k]
     for task in range(task_count):
-        _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out,
-                   cols, col_src, blocked, task, out)
+        _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
+                   col_src, blocked, tile_rows, stream, task, out)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def copy_strided_parallel(src, offset, outer_shape, outer_src, outer_out, rows, row_src,
-                          row_out, cols, col_src, blocked, out):
-    """``copy_strided`` with its (outer index, row tile) tasks spread over threads."""
-    row_tiles = (rows + TILE_ROWS - 1) // TILE_ROWS
-    task_count = row_tiles
+def copy_strided_parallel(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out,
+                          cols, col_src, blocked, tile_rows, stream, out):
+    """``copy_strided`` with its tasks spread over threads."""
+    task_count = (rows + tile_rows - 1) // tile_rows
     for k in range(outer_shape.shape[0]):
         task_count *= outer_shape[k]
     for task in numba.prange(task_count):
-        _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out,
-                   cols, col_src, blocked, task, out)
+        _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
+                   col_src, blocked, tile_rows, stream, task, out)
 
 
 # ---------------------------------------------------------------------- packed kernels
@@ -229,8 +333,9 @@ def _check_in_range(shape, strides, offset, length, unit):
                          f"{unit} [{low}, {high}], outside the buffer's [0, {length})")
 
 
-def _plan(shape, strides):
-    """Kernel arguments for a coalesced view of rank >= 1 (see ``copy_strided``)."""
+def _plan(shape, strides, itemsize: int, out_address: int):
+    """``copy_strided`` arguments after ``offset`` and before ``out``, for a coalesced
+    view of rank >= 1."""
     rank = len(shape)
     out_strides = [1] * rank
     for k in range(rank - 2, -1, -1):
@@ -244,10 +349,12 @@ def _plan(shape, strides):
     outer = [k for k in range(rank - 1) if k != row_dim]
     rows, row_src, row_out = (1, 0, 0) if row_dim is None else (
         shape[row_dim], strides[row_dim], out_strides[row_dim])
+    stream = (blocked and row_src == 1 and itemsize <= 8 and out_address % itemsize == 0
+              and row_out * itemsize % LINE_BYTES == 0 and prod(shape) * itemsize >= STREAM_MIN_BYTES)
     return (np.array([shape[k] for k in outer], np.int64),
             np.array([strides[k] for k in outer], np.int64),
             np.array([out_strides[k] for k in outer], np.int64),
-            rows, row_src, row_out, cols, col_src, blocked)
+            rows, row_src, row_out, cols, col_src, blocked, TILE_ROW_BYTES // itemsize, stream)
 
 
 def _output(out, shape, dtype) -> np.ndarray:
@@ -305,8 +412,10 @@ def materialize(buffer: np.ndarray, shape, strides, offset: int = 0, *, out=None
     elif len(shape) == 1 and strides[0] == 1:
         np.copyto(dst, src[offset:offset + shape[0]])
     else:
-        args = _plan(shape, strides)
-        parallel = dst.shape[0] >= PARALLEL_MIN_ELEMENTS and dst.shape[0] > args[3]
+        args = _plan(shape, strides, dst.itemsize, dst.ctypes.data)
+        outer_shape, rows, tile_rows = args[0], args[3], args[-2]
+        task_count = prod(outer_shape.tolist()) * -(-rows // tile_rows)
+        parallel = dst.shape[0] >= PARALLEL_MIN_ELEMENTS and task_count > 1
         kernel = copy_strided_parallel if parallel else copy_strided
         kernel(src, offset, *args, dst)
     return out

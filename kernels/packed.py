@@ -56,3 +56,103 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     if out.shape[0]:
         pack_bits(codes, bits, out)
     return out
+
+
+# ---- direct conversions: packed codes <-> wide values, no intermediate unpacked array ----
+# A 256-row table maps one packed byte to the values of the (8 // bits) elements it holds,
+# so decoding is one table row per byte whatever the element type (int4, uint2, float4 ...)
+# and whatever the output dtype (float32, int8, int32, float16 bits ...).
+PARALLEL_THRESHOLD = 1 << 18  # elements
+
+
+@numba.njit(cache=True, nogil=True)
+def _unpack_rows(packed, start, count, table, out, first, last):
+    """out[j] = value of element start + j, for j in [first, last); table is (per_byte, 256)."""
+    per_byte = table.shape[0]
+    j = first
+    while j < last and (start + j) % per_byte != 0:  # head: elements before a byte boundary
+        element = start + j
+        out[j] = table[element % per_byte, packed[element // per_byte]]
+        j += 1
+    byte = (start + j) // per_byte
+    whole = (last - j) // per_byte
+    if per_byte == 2:  # the common 4-bit case, unrolled so LLVM keeps it tight
+        low, high = table[0], table[1]
+        for b in range(whole):
+            row = packed[byte + b]
+            out[j + 2 * b] = low[row]
+            out[j + 2 * b + 1] = high[row]
+    else:
+        for b in range(whole):
+            row = packed[byte + b]
+            for k in range(per_byte):
+                out[j + per_byte * b + k] = table[k, row]
+    j += whole * per_byte
+    while j < last:  # tail
+        element = start + j
+        out[j] = table[element % per_byte, packed[element // per_byte]]
+        j += 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _unpack_rows_par(packed, start, count, table, out, chunk):
+    chunks = (count + chunk - 1) // chunk
+    for c in numba.prange(chunks):
+        _unpack_rows(packed, start, count, table, out, c * chunk, min(count, (c + 1) * chunk))
+
+
+def byte_table(element_values: np.ndarray, bits: int) -> np.ndarray:
+    """The (8 // bits, 256) table: row k holds the value of the k-th element of every byte,
+    from the value of every code (``element_values[code]``, 2**bits entries, any dtype)."""
+    per_byte = 8 // bits
+    codes = np.arange(256)
+    mask = (1 << bits) - 1
+    return np.ascontiguousarray(np.stack([element_values[(codes >> (k * bits)) & mask]
+                                          for k in range(per_byte)]))
+
+
+def unpack_values(packed: np.ndarray, start: int, count: int, table: np.ndarray, out: np.ndarray) -> None:
+    """Decode elements [start, start + count) of ``packed`` into ``out`` (length >= count) via a
+    ``byte_table``. Callers guarantee len(packed) * per_byte >= start + count."""
+    if count >= PARALLEL_THRESHOLD:
+        per_byte = table.shape[0]
+        chunk = max(per_byte, (count // (8 * per_byte)) * per_byte)
+        _unpack_rows_par(packed, start, count, table, out, chunk)
+    elif count:
+        _unpack_rows(packed, start, count, table, out, 0, count)
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_ints(values, bits, out):
+    """Pack integer ``values`` (any int dtype) wrapped to ``bits`` (two's complement) into
+    ``out`` (uint8, len == ceil(len(values) * bits / 8))."""
+    per_byte = 8 // bits
+    mask = (1 << bits) - 1
+    count = values.shape[0]
+    for byte_index in range(out.shape[0]):
+        value = 0
+        first = byte_index * per_byte
+        for k in range(per_byte):
+            element = first + k
+            if element < count:
+                value |= (np.int64(values[element]) & mask) << (k * bits)
+        out[byte_index] = value
+
+
+@numba.njit(cache=True, nogil=True)
+def pack_floats(values, bits, out):
+    """Pack float ``values`` as ``bits``-bit integers with ONNX Cast semantics: truncate toward
+    zero, NaN and +-Inf give 0, then wrap (two's complement)."""
+    per_byte = 8 // bits
+    mask = (1 << bits) - 1
+    count = values.shape[0]
+    for byte_index in range(out.shape[0]):
+        value = 0
+        first = byte_index * per_byte
+        for k in range(per_byte):
+            element = first + k
+            if element < count:
+                x = values[element]
+                whole = np.int64(x) if np.isfinite(x) and abs(x) < 9.2e18 else np.int64(0)
+                value |= (whole & mask) << (k * bits)
+        out[byte_index] = value

@@ -16,6 +16,8 @@ from . import scalar
 
 # The generated module imports these; kernels are plain functions over raw buffers.
 PREAMBLE = """\
+import math
+
 import numba
 import numpy as np
 from kernels import bits as _bits

@@ -80,15 +80,17 @@ def coerce(expr: str, src_domain: str, dt: DType, saturate: bool = True, round_m
     if name == "bool":
         return expr if src_domain == "bool_" else f"({expr} != 0)"
     if name in NATIVE and not is_float_domain(NATIVE[name]):
-        if is_float_domain(src_domain):
-            return f"np.{NATIVE[name]}(_trunc_int({expr}))"
+        if is_float_domain(src_domain):  # dsl/convert.py float_to_int: trunc, NaN/Inf -> 0, wrap
+            helper = "_trunc_uint64" if name == "uint64" else "_trunc_int"
+            return f"np.{NATIVE[name]}({helper}({expr}))"
         return f"np.{NATIVE[name]}({expr})"
     if name in NATIVE:
         return f"np.{NATIVE[name]}({expr})"
-    if name == "float16":
-        return f"_bits.f16_to_f32(_bits.f32_to_f16(np.float32({expr})))"
+    narrow = f"_bits.f64_to_f32_odd({expr})" if src_domain == "float64" else f"np.float32({expr})"
+    if name == "float16":  # from float64 via round-to-odd float32: one rounding in total
+        return f"_bits.f16_to_f32(_bits.f32_to_f16({narrow}))"
     if name == "bfloat16":
-        return f"_bits.bf16_to_f32(_bits.f32_to_bf16(np.float32({expr})))"
+        return f"_bits.bf16_to_f32(_bits.f32_to_bf16({narrow}))"
     if name in TABLE_FLOATS:
         return f"_T_{name}[{encoder_name(name, saturate, round_mode)}({expr})]"
     bits, signed = SUB_BYTE_INTS[name]

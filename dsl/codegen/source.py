@@ -35,10 +35,17 @@ def _helpers(group: Group) -> list[str]:
 _TRUNC = """\
 @numba.njit(cache=True, nogil=True, inline='always')
 def _trunc_int(x):
-    # float -> sub-byte int: truncate toward zero; NaN and Inf give 0 (onnx's reference / ml_dtypes)
-    if not np.isfinite(x) or abs(x) >= 9.2e18:
+    # float -> int (dsl/convert.py float_to_int): truncate toward zero; NaN, Inf, |x| >= 2**63 -> 0
+    if not np.isfinite(x) or abs(x) >= 9.223372036854775808e18:
         return np.int64(0)
     return np.int64(x)
+
+
+@numba.njit(cache=True, nogil=True, inline='always')
+def _trunc_uint64(x):
+    if x >= 9.223372036854775808e18 and x < 1.8446744073709551616e19:
+        return np.uint64(x)
+    return np.uint64(_trunc_int(x))
 """
 
 
@@ -121,7 +128,7 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
     body = _header(group, rank, 1)
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
-    acc_domain = "float64" if is_float or kind in ("mean", "softmax", "logsoftmax") else \
+    acc_domain = "float64" if is_float or kind in ("softmax", "logsoftmax") else \
         value_domain if kind in ("max", "min") else "int64"
     hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
     last = rank - 1
@@ -155,7 +162,9 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
         body.append(f"{ind}acc = np.{acc_domain}({init})" if init in ("0",) or is_float
                     else f"{ind}acc = {_int_extreme(value_domain, kind)}")
         body += row_pass([_accumulate(kind, "acc", f"np.{acc_domain}({value})")])
-        result = "acc / np.float64(rowlen)" if kind == "mean" else "acc"
+        result = "acc"
+        if kind == "mean":  # integers: the exact mean truncated toward zero
+            result = "acc / np.float64(rowlen)" if is_float else "_c_div(acc, np.int64(rowlen))"
         coerced = scalar.coerce(result, acc_domain, out_dtype)
         body.append(f"{ind}out0[{row_index}] = {scalar.store(out_dtype, coerced)}")
     return "\n".join(body) + "\n"

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import dtypes
-from ..convert import ROUND_MODES, convert
+from ..convert import ROUND_MODES, convert, convert_tensor
 from ..errors import DslError, DTypeError, InputError
 from ..ir import TensorType
 from .lowering import Elementwise
@@ -59,6 +59,12 @@ def _convert(call: Call, xs: list) -> list:
                     round_mode=call.attrs.get("round_mode", "up"))]
 
 
+def _convert_tensor(call: Call, xs: list):
+    out = convert_tensor(xs[0], call.plan, saturate=bool(call.attrs.get("saturate", 1)),
+                         round_mode=call.attrs.get("round_mode", "up"))
+    return None if out is None else [out]
+
+
 def _cast_attrs(version: int, to: Attr | None) -> tuple[Attr, ...]:
     attrs = (to,) if to else ()
     if version >= 19:
@@ -72,7 +78,7 @@ register(OpDef(
     "Cast",
     tuple(Schema(v, (Input("input", cast_types(v)),), _cast_attrs(v, Attr("to", "dtype")), cast_types(v))
           for v in (1, 6, 9, 13, 19, 21, 23, 24, 25, 28)),
-    _cast_rule, reference=_convert, kernel=_CAST_KERNEL,
+    _cast_rule, reference=_convert, kernel=_CAST_KERNEL, tensor_reference=_convert_tensor,
     doc="Convert elements to `to` (saturate for float8/e8m0, round_mode for e8m0)."))
 
 register(OpDef(

@@ -80,11 +80,11 @@ for _name, _fn, _symbol in (("And", np.logical_and, "&"), ("Or", np.logical_or, 
 # Spec: "When True (nonzero), yield X, otherwise yield Y", with multidirectional broadcasting
 # of all three inputs. The values are copied exactly (no compute-domain rounding).
 def _where_rule(call: Call) -> list:
-    condition, x, y = call.types
+    dtype = call.types[1].dtype
     shapes = [t.shape for t in call.types]
     if any(shape is None for shape in shapes):
-        return [TensorType(x.dtype, None)]
-    return [TensorType(x.dtype, broadcast_dims(call, broadcast_dims(call, shapes[0], shapes[1]), shapes[2]))]
+        return [TensorType(dtype, None)]
+    return [TensorType(dtype, broadcast_dims(call, broadcast_dims(call, shapes[0], shapes[1]), shapes[2]))]
 
 
 def _where_reference(call: Call, xs: list) -> list:

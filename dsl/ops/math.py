@@ -111,8 +111,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 def _erf_expr(a: str, d: str) -> str:
-    # numba's math.erf, reached through kernels.floats (the generated module imports no math).
-    value = f"_floats.math.erf(np.float64({a}))"
+    value = f"math.erf(np.float64({a}))"  # libm erf, as kernels/special.py's reference uses
     return f"np.float32({value})" if d == "float32" else value
 
 
@@ -173,11 +172,24 @@ def _pow_domain(call, domains) -> str:
     return np.result_type(np.dtype(domains[0]), np.dtype(domains[1])).name
 
 
+def _wrapping_power(x: str, y: str) -> str:
+    """x ** y modulo 2**64 for y >= 0, in uint64. numba's integer ** switches to float pow for
+    exponents above 65536 (and reads >= 2**63 as negative), so larger exponents are split into
+    base-65536 digits: x**y = prod_k (x**(65536**k)) ** digit_k, every ** within the exact range."""
+    base, exponent = f"np.uint64({x})", f"np.uint64({y})"
+    powers, factors = [base], []
+    for k in range(4):
+        digit = f"(({exponent} >> np.uint64({16 * k})) & np.uint64(65535))"
+        factors.append(f"({powers[-1]} ** {digit})")
+        powers.append(f"({powers[-1]} ** np.uint64(65536))")
+    return f"(({base} ** {exponent}) if {exponent} <= np.uint64(65536) else ({' * '.join(factors)}))"
+
+
 def _pow_expr(call, args, domains) -> str:
     x, y = args
     if _is_int_domain(domains[0]) and _is_int_domain(domains[1]):
         # uint64 arithmetic wraps modulo 2**64, which truncation to X's width preserves
-        positive = f"np.int64(np.uint64({x}) ** np.uint64({y}))"
+        positive = f"np.int64({_wrapping_power(x, y)})"
         negative = f"np.int64(1 if {x} == 1 else ((1 - 2 * ({y} & 1)) if {x} == -1 else 0))"
         return positive if domains[1].startswith("uint") else f"({positive} if {y} >= 0 else {negative})"
     domain = _pow_domain(call, domains)

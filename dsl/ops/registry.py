@@ -106,6 +106,9 @@ class OpDef:
     reference: Reference
     view: Callable | None = None
     kernel: Any = None  # a codegen lowering (dsl.ops.lowering.Elementwise / Row), or None
+    # reference taking dsl.Tensor inputs as they are (packed ones stay packed); returns the
+    # outputs, or None to fall back to the numpy reference on unpacked arrays
+    tensor_reference: Callable | None = None
     doc: str = ""
 
     def schema(self, opset: int, node: str = "") -> Schema:

@@ -49,7 +49,11 @@ def _fusable(node: Node, call, opdef) -> bool:
 
 
 def _row_kernel(node: Node, call, opdef) -> bool:
-    """A last-axis reduction / softmax whose producer cone can be fused into it."""
+    """A last-axis reduction / softmax whose producer cone can be fused into it. An integer
+    mean of 64-bit values stays on the reference: its int64 row sum could wrap."""
+    if isinstance(opdef.kernel, Row) and opdef.kernel.kind == "mean" and \
+            node.inputs[0].type.dtype.onnx_name in ("int64", "uint64"):
+        return False
     return isinstance(opdef.kernel, Row) and opdef.kernel.fusable(call) and \
         all(_tensor_ok(v) for v in list(node.inputs[:1]) + list(node.outputs)) and \
         node.inputs[0].type.shape is not None and len(node.inputs[0].type.shape) >= 1

@@ -100,6 +100,33 @@ def test_tile_edges_and_threads(dtype, parallel, monkeypatch):
         same_bits(kc.materialize(buffer, *element_view(array, buffer)), np.ascontiguousarray(array))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("shift", [0, 1, 3])
+def test_streaming_stores_into_unaligned_out(dtype, shift, monkeypatch):
+    """Non-temporal block stores start at the first 64-byte aligned column of ``out``."""
+    monkeypatch.setattr(kc, "STREAM_MIN_BYTES", 0)
+    buffer = random_buffer(dtype, 128 * 133 + 2, np.random.default_rng(5))
+    array = buffer[2:].reshape(128, 133).T[1:]  # out (132, 128): rows of 128 items
+    shape, strides, offset = element_view(array, buffer)
+    raw = np.zeros(array.size + 64, dtype)
+    out = raw[shift:shift + array.size].reshape(shape)
+    assert kc._plan(*kc.coalesce_dims(shape, strides), raw.itemsize, out.ctypes.data)[-1]
+    result = kc.materialize(buffer, shape, strides, offset, out=out)
+    assert result is out
+    same_bits(out, np.ascontiguousarray(array))
+    assert not raw[:shift].any() and not raw[shift + array.size:].any()
+
+
+def test_out_argument_checked():
+    buffer = np.arange(12, dtype=np.float32)
+    for out in (np.empty((4, 3), np.float64), np.empty((3, 4), np.float32),
+                np.empty((4, 6), np.float32)[:, ::2], [0.0] * 12):
+        with pytest.raises(ValueError, match="out must be"):
+            kc.materialize(buffer, (4, 3), (1, 4), 0, out=out)
+    with pytest.raises(ValueError, match="out must be"):
+        kc.materialize_packed(np.zeros(4, np.uint8), 4, (3,), (1,), 0, out=np.empty(1, np.uint8))
+
+
 def test_parallel_path_by_size():
     """A view above PARALLEL_MIN_ELEMENTS (the wrapper's own choice of the threaded kernel)."""
     buffer = random_buffer(np.float32, 600 * 500, np.random.default_rng(3))
@@ -225,24 +252,26 @@ def test_bad_arguments_raise(call, match):
 # ---- kernels against their pure-Python definitions ----------------------------------------------
 def test_kernels_equal_py_func():
     """Each kernel's jitted result equals its Python definition and a numpy formula."""
-    src = np.arange(200, dtype=np.uint32) * np.uint32(2654435761)
-    shape, strides, offset = (3, 5, 7), (1, 30, 3), 12  # outer dim + a transposed (blocked) pair
+    src = np.arange(1300, dtype=np.uint32) * np.uint32(2654435761)
+    shape, strides, offset = (3, 21, 19), (399, 1, 21), 12  # outer dim + a transposed (blocked) pair
     expected = as_strided(src[offset:], shape, [s * 4 for s in strides]).reshape(-1)
-    args = kc._plan(shape, strides)
-    assert args[-1], "expected the blocked plan"
+    args = list(kc._plan(shape, strides, 4, 0))
+    assert args[8] and args[4] == 1 and args[1].tolist() == [399], "expected blocked, rows = dim 1"
+    args[9] = 16  # tile_rows: 2 tasks of one 16 x 16 block plus edges each
     for kernel in (kc.copy_strided, kc.copy_strided_parallel):
-        jitted, python = np.zeros(105, np.uint32), np.zeros(105, np.uint32)
+        jitted, python = np.zeros(prod(shape), np.uint32), np.zeros(prod(shape), np.uint32)
         kernel(src, offset, *args, jitted)
         kernel.py_func(src, offset, *args, python)
         np.testing.assert_array_equal(jitted, expected)
         np.testing.assert_array_equal(python, expected)
-    # 5 rows x 8 cols from src[3 + row + 20 * col] into out[2 + 8 * row + col]
-    expected = np.full(48, 9, np.uint32)
-    expected[2:42] = as_strided(src[3:], (5, 8), (4, 80)).reshape(-1)
+    # 17 rows x 20 cols from src[3 + row + 18 * col] into out[2 + 24 * row + col]
+    expected = np.full(24 * 17, 9, np.uint32)
+    expected.reshape(17, 24)[:, 2:22] = as_strided(src[3:], (17, 20), (4, 72))
     for helper in (kc._copy_rows, kc._copy_tile_rows):
-        jitted, python = np.full(48, 9, np.uint32), np.full(48, 9, np.uint32)
-        helper(src, 3, 2, 5, 1, 8, 8, 20, jitted)
-        helper.py_func(src, 3, 2, 5, 1, 8, 8, 20, python)
+        extra = (False,) if helper is kc._copy_tile_rows else ()
+        jitted, python = np.full(24 * 17, 9, np.uint32), np.full(24 * 17, 9, np.uint32)
+        helper(src, 3, 2, 17, 1, 24, 20, 18, *extra, jitted)
+        helper.py_func(src, 3, 2, 17, 1, 24, 20, 18, *extra, python)
         np.testing.assert_array_equal(jitted, expected)
         np.testing.assert_array_equal(python, expected)
     packed = (np.arange(40, dtype=np.uint8) * 73).astype(np.uint8)
