@@ -37,21 +37,31 @@ class Executable:
             outputs.append(out.numpy() if isinstance(out, Tensor) else out)
         return outputs
 
-    def explain(self) -> str:
-        """Fusion groups, view steps and fallbacks, with each kernel's generated source."""
+    def explain(self, source: bool = True) -> str:
+        """Fusion groups, view steps and fallbacks; with ``source``, each kernel's generated
+        numba source (as compiled for C-contiguous inputs)."""
         lines = []
         for index, step in enumerate(self.steps):
             if isinstance(step, NodeStep):
                 kind = "view" if step.opdef.view is not None else "numpy"
-                lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
+                lines.append(f"step {index}: {kind:6s} {step.node.op_type} -> "
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
-            else:
-                group = step.group
-                ops = ", ".join(n.op_type for n in group.nodes)
-                sinks = ", ".join(f"%{v.name}: {v.type}" for v in group.sinks)
-                lines.append(f"step {index}: kernel [{ops}] -> {sinks}; "
-                             f"{len(group.leaves)} inputs, views folded into loads")
+                continue
+            group = step.group
+            ops = [n.op_type for n in group.nodes] + ([step.row[0].op_type] if step.row else [])
+            sinks = [step.row[0].outputs[0]] if step.row else group.sinks
+            leaves = ", ".join(f"%{leaf.value.name}" + (f" via {len(leaf.path)} view steps" if leaf.path else "")
+                               for leaf in group.leaves)
+            lines.append(f"step {index}: kernel [{', '.join(ops)}] -> "
+                         f"{', '.join(f'%{v.name}: {v.type}' for v in sinks)}; reads {leaves}")
+            if source:
+                text = self._runner(step).source_for_contiguous()
+                text = text[text.index("@numba.njit(cache=True, nogil=True, error_model"):]
+                lines += ["    " + line for line in text.splitlines()]
         return "\n".join(lines)
+
+    def _runner(self, step):
+        return next(r for r in self.runners if getattr(r, "group", None) is step.group)
 
     @property
     def kernel_count(self) -> int:

@@ -6,6 +6,8 @@ composes each leaf's View path, coalesces dims and picks (or compiles) the kerne
 from __future__ import annotations
 
 import os
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from math import prod
 
@@ -27,6 +29,40 @@ def _pool() -> ThreadPoolExecutor:
     if not _POOL:
         _POOL.append(ThreadPoolExecutor(_THREADS, thread_name_prefix="dsl"))
     return _POOL[0]
+
+
+class BufferPool:
+    """Reuses large output buffers whose results the caller has dropped.
+
+    A fresh multi-megabyte np.empty costs a page fault per 4 KiB on first write (about as much
+    as the kernel itself); a pooled buffer is reused only when nothing but the pool refers to
+    it (every array handed out is a view whose base is the pooled buffer, so a live result,
+    or any view of it, keeps its buffer out of reuse).
+    """
+
+    MIN_BYTES = 1 << 20
+    PER_SIZE = 4
+
+    def __init__(self):
+        self._free: dict = {}
+        self._lock = threading.Lock()
+
+    def empty(self, count: int, dtype) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        if count * dtype.itemsize < self.MIN_BYTES:
+            return np.empty(count, dtype)
+        with self._lock:
+            held = self._free.setdefault((count, dtype.str), [])
+            for buffer in held:
+                if sys.getrefcount(buffer) <= 3:  # the list, the loop variable, the call's argument
+                    return buffer
+            buffer = np.empty(count, dtype)
+            if len(held) < self.PER_SIZE:
+                held.append(buffer)
+            return buffer
+
+
+POOL = BufferPool()
 
 
 def _storage(obj, dt):
@@ -118,6 +154,13 @@ class KernelRunner:
             return kernel_source(self.group, rank, kinds)
         return row_source(self.group, self.row[2], rank, kinds, self.outputs[0][1])
 
+    def source_for_contiguous(self) -> str:
+        """The kernel source used when every input is C-contiguous (for explain)."""
+        views = [View.contiguous(self.group.shape)] * len(self.group.leaves)
+        shape, strides = _coalesce(self.group.shape, views, keep_last=self.row is not None)
+        kinds = [(leaf.dtype.packed, _inner_kind(st[-1])) for leaf, st in zip(self.group.leaves, strides)]
+        return self._source(len(shape), kinds)
+
     def _plan(self, objs):
         storages, views, kinds = [], [], []
         cacheable = True
@@ -154,7 +197,7 @@ class KernelRunner:
         args = []
         for buffer, (offset, strides) in zip(buffers, params):
             args += [buffer, offset, strides]
-        outs = [np.empty(prod(out_shape), scalar.raw_view(dt)) for _, dt, out_shape in self.outputs]
+        outs = [POOL.empty(prod(out_shape), scalar.raw_view(dt)) for _, dt, out_shape in self.outputs]
         rows = int(shape[0])
         if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1:
             bounds = np.linspace(0, rows, min(_THREADS, rows) + 1).astype(np.int64)

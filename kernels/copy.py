@@ -25,8 +25,8 @@ from numba import types
 from numba.extending import intrinsic, overload
 
 # Measured with benchmarks/copy_bench.py on the 2-core dev VM (see its docstring).
-TILE_ROW_BYTES = 1024  # output rows per task x item size: the length of each source read run
-TILE_COLS = 64  # source rows (output columns) visited per sweep of a task's rows
+TILE_ROW_BYTES = 4096  # output rows per task x item size: the length of each source read run
+TILE_COLS = 32  # source rows (output columns) visited per sweep of a task's rows
 PARALLEL_MIN_ELEMENTS = 1 << 18
 STREAM_MIN_BYTES = 1 << 22  # outputs this large bypass the cache (non-temporal stores)
 PACKED_CHUNK_BYTES = 1 << 14
@@ -163,27 +163,29 @@ def _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, 
                                 out, out_base + row * row_out + col, row_out, stream)
     if stream:
         store_fence()
-    _copy_rows(src, src_base, out_base, row_count, 1, row_out, first, col_src, out)
-    _copy_rows(src, src_base + last * col_src, out_base + last, row_count, 1, row_out,
-               cols - last, col_src, out)
-    _copy_rows(src, src_base + block_rows + first * col_src, out_base + block_rows * row_out + first,
-               row_count - block_rows, 1, row_out, last - first, col_src, out)
+    for row in range(row_count):  # what the blocks left: edge columns, then the last rows
+        s = src_base + row
+        o = out_base + row * row_out
+        for col in range(first if row < block_rows else cols):
+            out[np.uint64(o + col)] = src[np.uint64(s + col * col_src)]
+        for col in range(last if row < block_rows else cols, cols):
+            out[np.uint64(o + col)] = src[np.uint64(s + col * col_src)]
 
 
 @numba.njit(cache=True, nogil=True)
-def _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
-               col_src, blocked, tile_rows, stream, task, out):
+def _copy_task(src, offset, outer, rows, row_src, row_out, cols, col_src, blocked, tile_rows,
+               stream, task, out):
     row_tiles = (rows + tile_rows - 1) // tile_rows
     outer_index = task // row_tiles
     row0 = (task - outer_index * row_tiles) * tile_rows
     src_base = offset + row0 * row_src
     out_base = row0 * row_out
-    for k in range(outer_shape.shape[0] - 1, -1, -1):
-        quotient = outer_index // outer_shape[k]
-        position = outer_index - quotient * outer_shape[k]
+    for k in range(outer.shape[1] - 1, -1, -1):
+        quotient = outer_index // outer[0, k]
+        position = outer_index - quotient * outer[0, k]
         outer_index = quotient
-        src_base += position * outer_src[k]
-        out_base += position * outer_out[k]
+        src_base += position * outer[1, k]
+        out_base += position * outer[2, k]
     row_count = min(tile_rows, rows - row0)
     if blocked:
         _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, stream, out)
@@ -192,34 +194,34 @@ def _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, ro
 
 
 @numba.njit(cache=True, nogil=True)
-def copy_strided(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
-                 col_src, blocked, tile_rows, stream, out):
+def copy_strided(src, offset, outer, rows, row_src, row_out, cols, col_src, blocked, tile_rows,
+                 stream, out):
     """out[o + i*row_out + j] = src[offset + s + i*row_src + j*col_src] for every
-    outer multi-index (offsets s, o from the ``outer_*`` dims), row i < rows, col j < cols.
+    outer multi-index (offsets s, o from the outer dims), row i < rows, col j < cols.
 
     ``src``/``out``: 1-D arrays of one unsigned (or uint64-pair record) dtype;
-    ``outer_*``: int64 arrays. Tasks are (outer index, ``tile_rows`` rows); ``blocked``
+    ``outer``: int64 (3, k) array of the outer dims' sizes, source and output strides. Tasks are (outer index, ``tile_rows`` rows); ``blocked``
     copies them as transposes, ``stream`` (needs row_out * itemsize % 64 == 0) with
     non-temporal stores. Requires every addressed index in range (checked by the caller).
     """
     task_count = (rows + tile_rows - 1) // tile_rows
-    for k in range(outer_shape.shape[0]):
-        task_count *= outer_shape[k]
+    for k in range(outer.shape[1]):
+        task_count *= outer[0, k]
     for task in range(task_count):
-        _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
-                   col_src, blocked, tile_rows, stream, task, out)
+        _copy_task(src, offset, outer, rows, row_src, row_out, cols, col_src, blocked, tile_rows,
+                   stream, task, out)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def copy_strided_parallel(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out,
-                          cols, col_src, blocked, tile_rows, stream, out):
+def copy_strided_parallel(src, offset, outer, rows, row_src, row_out, cols, col_src, blocked,
+                          tile_rows, stream, out):
     """``copy_strided`` with its tasks spread over threads."""
     task_count = (rows + tile_rows - 1) // tile_rows
-    for k in range(outer_shape.shape[0]):
-        task_count *= outer_shape[k]
+    for k in range(outer.shape[1]):
+        task_count *= outer[0, k]
     for task in numba.prange(task_count):
-        _copy_task(src, offset, outer_shape, outer_src, outer_out, rows, row_src, row_out, cols,
-                   col_src, blocked, tile_rows, stream, task, out)
+        _copy_task(src, offset, outer, rows, row_src, row_out, cols, col_src, blocked, tile_rows,
+                   stream, task, out)
 
 
 # ---------------------------------------------------------------------- packed kernels
@@ -333,9 +335,9 @@ def _check_in_range(shape, strides, offset, length, unit):
                          f"{unit} [{low}, {high}], outside the buffer's [0, {length})")
 
 
-def _plan(shape, strides, itemsize: int, out_address: int):
-    """``copy_strided`` arguments after ``offset`` and before ``out``, for a coalesced
-    view of rank >= 1."""
+def _plan(shape, strides, itemsize: int, out_address: int, parallel: bool):
+    """(task count, ``copy_strided`` arguments after ``offset`` and before ``out``) for
+    a coalesced view of rank >= 1."""
     rank = len(shape)
     out_strides = [1] * rank
     for k in range(rank - 2, -1, -1):
@@ -347,14 +349,21 @@ def _plan(shape, strides, itemsize: int, out_address: int):
     if not blocked:
         row_dim = rank - 2 if rank >= 2 else None
     outer = [k for k in range(rank - 1) if k != row_dim]
+    outer_count = prod([shape[k] for k in outer])
     rows, row_src, row_out = (1, 0, 0) if row_dim is None else (
         shape[row_dim], strides[row_dim], out_strides[row_dim])
+    tile_rows = TILE_ROW_BYTES // itemsize
+    if parallel:  # enough tasks to balance the threads: split rows, in whole blocks
+        splits = -(-4 * numba.get_num_threads() // outer_count)
+        granule = max(1, LINE_BYTES // itemsize)
+        tile_rows = min(tile_rows, max(granule, -(-rows // splits // granule) * granule))
+    out_bytes = outer_count * rows * cols * itemsize
     stream = (blocked and row_src == 1 and itemsize <= 8 and out_address % itemsize == 0
-              and row_out * itemsize % LINE_BYTES == 0 and prod(shape) * itemsize >= STREAM_MIN_BYTES)
-    return (np.array([shape[k] for k in outer], np.int64),
-            np.array([strides[k] for k in outer], np.int64),
-            np.array([out_strides[k] for k in outer], np.int64),
-            rows, row_src, row_out, cols, col_src, blocked, TILE_ROW_BYTES // itemsize, stream)
+              and row_out * itemsize % LINE_BYTES == 0 and out_bytes >= STREAM_MIN_BYTES)
+    outer_dims = np.array([[shape[k] for k in outer], [strides[k] for k in outer],
+                           [out_strides[k] for k in outer]], np.int64).reshape(3, len(outer))
+    task_count = outer_count * -(-rows // tile_rows)
+    return task_count, (outer_dims, rows, row_src, row_out, cols, col_src, blocked, tile_rows, stream)
 
 
 def _output(out, shape, dtype) -> np.ndarray:
@@ -412,11 +421,9 @@ def materialize(buffer: np.ndarray, shape, strides, offset: int = 0, *, out=None
     elif len(shape) == 1 and strides[0] == 1:
         np.copyto(dst, src[offset:offset + shape[0]])
     else:
-        args = _plan(shape, strides, dst.itemsize, dst.ctypes.data)
-        outer_shape, rows, tile_rows = args[0], args[3], args[-2]
-        task_count = prod(outer_shape.tolist()) * -(-rows // tile_rows)
-        parallel = dst.shape[0] >= PARALLEL_MIN_ELEMENTS and task_count > 1
-        kernel = copy_strided_parallel if parallel else copy_strided
+        parallel = dst.shape[0] >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1
+        task_count, args = _plan(shape, strides, dst.itemsize, dst.ctypes.data, parallel)
+        kernel = copy_strided_parallel if parallel and task_count > 1 else copy_strided
         kernel(src, offset, *args, dst)
     return out
 

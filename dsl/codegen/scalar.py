@@ -47,7 +47,7 @@ def load(dt: DType, packed: bool, raw: str, index: str, table: str) -> str:
     name = dt.onnx_name
     if packed:
         per_byte = 8 // dt.bits
-        shift = "2" if dt.bits == 4 else "1"
+        shift = "1" if dt.bits == 4 else "2"  # log2(elements per byte)
         code = (f"((np.int64({raw}[({index}) >> {shift}]) >> ((({index}) & {per_byte - 1}) * {dt.bits}))"
                 f" & {(1 << dt.bits) - 1})")
     else:

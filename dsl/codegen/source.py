@@ -49,7 +49,7 @@ def _trunc_uint64(x):
 """
 
 
-def _header(group: Group, rank: int, outputs: int) -> list[str]:
+def _header(group: Group, rank: int, outputs: int, fastmath: str = "False") -> list[str]:
     """Module text up to and including the kernel's setup lines."""
     count = len(group.leaves)
     params = ["start", "stop", "shape"]
@@ -57,7 +57,7 @@ def _header(group: Group, rank: int, outputs: int) -> list[str]:
         params += [f"b{i}", f"o{i}", f"s{i}"]
     params += [f"out{j}" for j in range(outputs)]
     lines = [PREAMBLE, _TRUNC, *_helpers(group), "",
-             "@numba.njit(cache=True, nogil=True, error_model='numpy')",
+             f"@numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={fastmath})",
              f"def kernel({', '.join(params)}):"]
     # Index arithmetic is unsigned: numba then skips negative-index wraparound, which lets LLVM
     # vectorize the inner loop (measured 1.6x). Negative strides wrap mod 2**64 and every
@@ -113,10 +113,11 @@ _ROW_INIT = {"sum": "0", "mean": "0", "max": "-np.inf", "min": "np.inf"}
 
 
 def _accumulate(kind: str, acc: str, value: str) -> str:
+    """One accumulation step; max/min track NaN in ``nan`` (applied after the row) so the
+    loop stays branch-free and vectorizes."""
     if kind in ("sum", "mean"):
         return f"{acc} += {value}"
-    better = ">" if kind == "max" else "<"  # NaN sticks: once acc is NaN no comparison is true
-    return f"{acc} = {value} if ({value} {better} {acc} or {value} != {value}) else {acc}"
+    return f"{acc} = {kind}({acc}, {value}); nan |= {value} != {value}"
 
 
 def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str:
@@ -125,7 +126,9 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
     Rows are dims 0..rank-2 (coalesced); the last dim is walked once per pass. Sums and
     softmax denominators accumulate in float64 (int64 for integers), then round once.
     """
-    body = _header(group, rank, 1)
+    # Row loops may reassociate sums and ignore the sign of zero ('reassoc', 'nsz'): that is
+    # what lets LLVM vectorize reductions (numpy's pairwise sums reorder too); measured 2.4x.
+    body = _header(group, rank, 1, fastmath="{'reassoc', 'nsz'}")
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
     acc_domain = "float64" if is_float or kind in ("softmax", "logsoftmax") else \
@@ -134,7 +137,7 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
     last = rank - 1
     body.append(f"    rowlen = np.uint64(shape[{last}])")
     if kind in ("softmax", "logsoftmax"):
-        body.append("    tmp = np.empty(shape[%d], np.float64)" % last)
+        body.append(f"    tmp = np.empty(shape[{last}], np.float64)")
     for k in range(rank - 1):
         body += _loop(k, len(group.leaves), rank, "    " * (k + 1))
     ind = "    " * rank
@@ -148,26 +151,44 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
 
     body += [ind + line for line in hoisted]
     if kind in ("softmax", "logsoftmax"):
-        body.append(f"{ind}acc = -np.inf")
-        body += row_pass([_accumulate("max", "acc", f"np.float64({value})")])
-        body.append(f"{ind}total = 0.0")
-        body += row_pass([f"e = np.exp(np.float64({value}) - acc)", f"tmp[i{last}] = np.float64({value}) - acc",
-                          "total += e"])
-        body.append(f"{ind}for i{last} in range(rowlen):")
-        result = f"tmp[i{last}] - np.log(total)" if kind == "logsoftmax" else f"np.exp(tmp[i{last}]) / total"
-        coerced = scalar.coerce(result, "float64", out_dtype)
-        body.append(f"{ind}    out0[{row_index} * rowlen + i{last}] = {scalar.store(out_dtype, coerced)}")
+        body += _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype)
     else:
         init = _ROW_INIT[kind]
         body.append(f"{ind}acc = np.{acc_domain}({init})" if init in ("0",) or is_float
                     else f"{ind}acc = {_int_extreme(value_domain, kind)}")
+        body.append(f"{ind}nan = False")
         body += row_pass([_accumulate(kind, "acc", f"np.{acc_domain}({value})")])
+        if kind in ("max", "min") and is_float:
+            body += [f"{ind}if nan:", f"{ind}    acc = np.{acc_domain}(np.nan)"]
         result = "acc"
         if kind == "mean":  # integers: the exact mean truncated toward zero
             result = "acc / np.float64(rowlen)" if is_float else "_c_div(acc, np.int64(rowlen))"
         coerced = scalar.coerce(result, acc_domain, out_dtype)
         body.append(f"{ind}out0[{row_index}] = {scalar.store(out_dtype, coerced)}")
     return "\n".join(body) + "\n"
+
+
+def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype) -> list[str]:
+    """Three passes over a row (max; exp and sum; scale), all in float64 so the result rounds
+    once. Narrow-float rows use the vectorizable exp_for_f32 (numpy's SIMD exp is the peer);
+    float64 rows use libm exp."""
+    exp = "np.exp" if value_domain == "float64" else "_bits.exp_for_f32"
+    inner = ind + "    "
+    lines = [f"{ind}acc = -np.inf", f"{ind}nan = False"]
+    lines += row_pass([f"v = np.float64({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v")])
+    lines += [f"{ind}if nan:", f"{ind}    acc = np.nan", f"{ind}total = 0.0",
+              f"{ind}for i{last} in range(rowlen):", f"{inner}e = {exp}(tmp[i{last}] - acc)",
+              f"{inner}total += e"]
+    if kind == "softmax":
+        lines += [f"{inner}tmp[i{last}] = e", f"{ind}scale = 1.0 / total"]
+        result = f"tmp[i{last}] * scale"
+    else:
+        lines.append(f"{ind}shift = acc + np.log(total)")
+        result = f"tmp[i{last}] - shift"
+    coerced = scalar.coerce(result, "float64", out_dtype)
+    lines += [f"{ind}for i{last} in range(rowlen):",
+              f"{inner}out0[{row_index} * rowlen + i{last}] = {scalar.store(out_dtype, coerced)}"]
+    return lines
 
 
 def _int_extreme(domain: str, kind: str) -> str:

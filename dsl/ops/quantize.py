@@ -1,8 +1,17 @@
 """Linear (de)quantization: DequantizeLinear and QuantizeLinear, per-tensor, per-axis, blocked.
 
-Arithmetic follows the spec formulas in float32 and rounds once to the output type
-(float16/bfloat16 products and quotients computed in float32 and rounded once are
-exactly the correctly rounded narrow results: 24 >= 2 * 11 + 2 bits).
+Choices where the spec text and the implementations part (onnxruntime 1.32 and onnx's
+reference agree on each of them unless said otherwise):
+- DequantizeLinear: integer x - zero_point is exact, then one float32 product with the scale,
+  rounded once to the output type (the spec says the output type "determines the precision of
+  the multiplication"; both implementations multiply in float32 and round the product).
+- QuantizeLinear: the division runs in the precision type (``precision``, else y_scale's type):
+  for float16 / bfloat16 both x and y_scale are rounded to it first and the quotient is rounded
+  to it (float32 quotients of such operands rounded once are the correctly rounded narrow
+  results: 24 >= 2 * 11 + 2 bits); int32 precision divides in float64; float8e8m0 scales in
+  float32. Integer outputs: round half to even, add the zero point, clip to the range; NaN gives
+  the low end of the range. Float outputs (float8, float4e2m1): x / scale + zero_point, then Cast
+  with ``saturate`` (onnx's reference ignores a float8 zero point; the spec formula keeps it).
 """
 from __future__ import annotations
 
@@ -12,6 +21,7 @@ from .. import dtypes
 from ..convert import convert, to_wide
 from ..errors import DslError, DTypeError, InputError
 from ..ir import TensorType
+from .lowering import Elementwise
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
 _types = dtypes.types
@@ -144,6 +154,33 @@ def _dequantize(call: Call, xs: list) -> list:
     return [convert(product, out)]
 
 
+def _dequantize_expr(call: Call, args: list, domains: list) -> str:
+    x, scale = args[0], args[1]
+    zp = args[2] if len(args) > 2 else None
+    if zp is None:
+        shifted = f"np.float32({x})"
+    elif domains[0].startswith("float"):
+        shifted = f"(np.float32({x}) - np.float32({zp}))"
+    else:  # integers subtract exactly, then round once to float32 (as the reference)
+        shifted = f"np.float32(np.int64({x}) - np.int64({zp}))"
+    return f"({shifted} * np.float32({scale}))"
+
+
+def _param_path(call: Call, index: int) -> tuple:
+    """Per-axis scale / zero point: [D] seen as [1, .., D, .., 1] so it broadcasts along axis."""
+    (kind, axis, _), _ = call.plan
+    if index == 0 or kind != "axis":
+        return ()
+    dims = [1] * len(call.types[0].shape)
+    dims[axis] = call.types[0].shape[axis]
+    return ((("per_axis", tuple(dims)), lambda view, dims=tuple(dims): view.reshape(dims)),)
+
+
+_DEQUANTIZE_KERNEL = Elementwise(
+    expr=_dequantize_expr, result_domain=lambda call, domains: "float32", input_path=_param_path,
+    fusable=lambda call: call.plan is not None and call.plan[0][0] != "block")
+
+
 def _dequantize_schemas() -> tuple[Schema, ...]:
     schemas = []
     for v in (10, 13, 19, 21, 23, 24, 25, 28):
@@ -162,6 +199,7 @@ def _dequantize_schemas() -> tuple[Schema, ...]:
 
 register(OpDef(
     "DequantizeLinear", _dequantize_schemas(), _dequantize_rule, reference=_dequantize,
+    kernel=_DEQUANTIZE_KERNEL,
     doc="y = (x - zero_point) * scale, per tensor, per axis or per block."))
 
 
@@ -194,19 +232,29 @@ def _quantize_rule(call: Call) -> list:
     return [TensorType(out, x_type.shape)]
 
 
+def _division_operand(array: np.ndarray, division) -> np.ndarray:
+    """x or y_scale as the division sees it: rounded to a float16 / bfloat16 precision (both
+    operands, as onnxruntime does), else exactly as float32 (float64 for int32 precision)."""
+    wide = to_wide(array, dtypes.of_array(array))
+    if division.onnx_name == "int32":
+        return wide.astype(np.float64)
+    if division.onnx_name in ("float16", "bfloat16"):
+        return to_wide(convert(wide, division), division).astype(np.float32)
+    return wide.astype(np.float32)
+
+
 def _quantize(call: Call, xs: list) -> list:
     x, scale = xs[0], xs[1]
     zero_point = xs[2] if len(xs) > 2 else None
     granularity, out = call.plan
     precision = call.attrs.get("precision") or 0
-    scale_dtype = dtypes.dtype(precision) if precision else dtypes.of_array(scale)
-    compute = np.float64 if scale_dtype.onnx_name == "int32" else np.float32
-    x_wide = to_wide(x, dtypes.of_array(x)).astype(compute)
-    scale_wide = _expand_param(to_wide(scale, dtypes.of_array(scale)).astype(compute), x.shape, granularity)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    division = dtypes.dtype(precision) if precision else dtypes.of_array(scale)
+    x_wide = _division_operand(x, division)
+    scale_wide = _expand_param(_division_operand(scale, division), x.shape, granularity)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         quotient = x_wide / scale_wide
-    if scale_dtype.onnx_name in ("float16", "bfloat16"):
-        quotient = convert(quotient, scale_dtype).astype(np.float32)  # the division's precision
+    if division.onnx_name in ("float16", "bfloat16"):
+        quotient = to_wide(convert(quotient, division), division).astype(np.float32)
     zp = None
     if zero_point is not None:
         zp = _expand_param(to_wide(zero_point, out), x.shape, granularity)
@@ -215,7 +263,8 @@ def _quantize(call: Call, xs: list) -> list:
         rounded = np.rint(quotient)
         if zp is not None:
             rounded = rounded + zp.astype(np.float64)
-        return [np.clip(np.nan_to_num(rounded, nan=0.0), low, high).astype(np.int64).astype(out.np_dtype)]
+        # NaN -> the low end of the range, as onnxruntime and onnx's reference give
+        return [np.clip(np.nan_to_num(rounded, nan=low), low, high).astype(np.int64).astype(out.np_dtype)]
     if zp is not None:
         quotient = quotient + zp.astype(quotient.dtype)
     return [convert(quotient, out, saturate=bool(call.attrs.get("saturate", 1)))]
