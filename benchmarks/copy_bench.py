@@ -11,12 +11,19 @@ Each case times, side by side in every round (medians over ROUNDS rounds after a
 speedup = ascontig / mater; fraction = copyto time / mater/out time (1.0 = memcpy speed).
 GB/s counts the output bytes once.
 """
+import os
 import sys
 import time
 
-import numpy as np
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# benchmarks/kernels.py would shadow the project's `kernels` package: import it without this folder
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+import numpy as np  # noqa: E402
 
-from kernels.copy import materialize
+from kernels.copy import materialize  # noqa: E402
+
+sys.path.insert(0, _HERE)
+from _timing import table  # noqa: E402
 
 ROUNDS = 7
 CASES = [  # (label, rows, cols, dtype) of the source array a; the copy reads a.T
@@ -58,18 +65,16 @@ def run_case(rows: int, cols: int, dtype) -> dict[str, float]:
 
 
 def main() -> None:
-    header = (f"{'case':<20}{'MB':>6}{'ascontig ms':>13}{'mater ms':>10}{'speedup':>9}"
-              f"{'mater/out GB/s':>16}{'copyto GB/s':>13}{'fraction':>10}")
-    print(header)
-    print("-" * len(header))
-    for label, rows, cols, dtype in CASES:
-        nbytes = rows * cols * np.dtype(dtype).itemsize
-        median = run_case(rows, cols, dtype)
-        print(f"{label:<20}{nbytes / 2**20:>6.0f}{median['ascontig'] * 1e3:>13.1f}"
-              f"{median['mater'] * 1e3:>10.1f}{median['ascontig'] / median['mater']:>8.1f}x"
-              f"{nbytes / median['mater/out'] / 1e9:>16.2f}{nbytes / median['copyto'] / 1e9:>13.2f}"
-              f"{median['copyto'] / median['mater/out']:>10.2f}")
-        sys.stdout.flush()
+    rows = []
+    for label, source_rows, source_cols, dtype in CASES:
+        nbytes = source_rows * source_cols * np.dtype(dtype).itemsize
+        median = run_case(source_rows, source_cols, dtype)
+        rows.append((f"transposed {label}", f"{nbytes / 2**20:.0f}", f"{median['ascontig'] * 1e3:.1f}",
+                     f"{median['mater'] * 1e3:.1f}", f"{median['ascontig'] / median['mater']:.1f}x",
+                     f"{nbytes / median['mater/out'] / 1e9:.2f}", f"{nbytes / median['copyto'] / 1e9:.2f}",
+                     f"{median['copyto'] / median['mater/out']:.2f}"))
+    print(table(rows, ("case", "MB", "ascontig ms", "mater ms", "speedup", "mater/out GB/s",
+                       "copyto GB/s", "fraction")))
 
 
 if __name__ == "__main__":

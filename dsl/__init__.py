@@ -13,6 +13,7 @@ from .functional import (abs, add, clip, div, equal, erf, exp, greater, greater_
                          logical_and, logical_not, logical_or, matmul, maximum, minimum, mul, neg, pow, reciprocal,
                          reduce_max, reduce_mean, reduce_sum, relu, sigmoid, softmax, sqrt, sub, tanh, where)
 from .jit import JitFunction, jit
+from .layout import contiguous
 from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .onnx_io import from_onnx
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DType", "dtype", "Tensor", "TensorType", "SequenceType", "OptionalType", "Graph", "Node", "Value",
     "Program", "from_onnx", "LATEST_OPSET",
-    "jit", "JitFunction", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
+    "jit", "JitFunction", "contiguous", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
     "unsqueeze", "squeeze", "reshape", "flatten", "transpose", "expand", "shape", "identity",
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",

@@ -103,6 +103,8 @@ def compare(fn, *args, rtol: float = 1e-5, atol: float = 1e-6) -> CompareReport:
     Example:
         >>> report = dsl.compare(f, mask, scores); assert report.ok, report
     """
+    from .jit import native_args
+    args = native_args(args)
     executable = fn.executable(*args)
     feeds = dict(zip([v.name for v in executable.graph.inputs], args))
     got = executable.run(feeds)

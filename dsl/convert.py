@@ -13,13 +13,15 @@ The choices where implementations disagree live here, in one place:
 - float64 -> float16 / bfloat16 rounds once (kernels: round-to-odd float32, then RNE).
 - int64 / uint64 -> float8/e8m0/bfloat16 rounds once: the integer goes to float64 rounded
   to odd (exact below 2**53), which the encoders then round correctly.
-- A cast to the input's own type is an exact copy (NaN payloads kept).
+- A cast to the input's own type is an exact copy (NaN payloads kept), except that
+  saturating float8e5m2 -> float8e5m2 sends +-Inf to +-max as the Cast table says.
 - string -> number: optional surrounding whitespace around a decimal literal with an optional
   exponent ("3.14", "-1e-5", "1E8", ".5") or, case-insensitively, "INF", "+INF", "-INF",
   "INFINITY" (any sign) and "NaN" (any sign); anything else is an InputError (the spec leaves it
   undefined). The decimal value is rounded ONCE to the target type: float64 by RNE, narrower
   floats through a round-to-odd float64; integer targets truncate the exact decimal toward zero
-  ("100.5" -> 100, "2.9999999999999999999" -> 2), then the float -> integer rule above.
+  ("100.5" -> 100, "2.9999999999999999999" -> 2); NaN, Inf and values outside [-2**63, 2**63)
+  give 0 (uint64 keeps [2**63, 2**64)), then the value wraps to the target's width.
 - number -> string: numpy's str of each value in its own type, as onnx's reference
   (``astype(str)``): shortest round-trip digits ("0.1" for float32 0.1, "1e+20", "-0.0", "nan",
   "inf", "-inf", "True"/"False" for bool). numpy cannot format the exotic floats; they print as
@@ -36,6 +38,7 @@ from kernels import floats as float_kernels
 from kernels import packed as packed_kernels
 
 from . import dtypes
+from .buffers import POOL
 from .dtypes import DType
 from .errors import InputError
 from .tensor import Tensor
@@ -48,7 +51,7 @@ ROUND_MODES = ("up", "down", "nearest")
 _NUMBA_NATIVE = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32,
                                                 np.uint32, np.int64, np.uint64, np.float32, np.float64))
 _LITERAL = re.compile(r"\s*(?:(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-                      r"|(?P<sign>[+-]?)(?:(?P<inf>inf(?:inity)?)|(?P<nan>nan)))\s*", re.IGNORECASE)
+                      r"|(?P<sign>[+-]?)(?:(?P<inf>inf(?:inity)?)|(?P<nan>nan)))\s*", re.IGNORECASE | re.ASCII)
 
 
 def _raw(array: np.ndarray) -> np.ndarray:
@@ -61,7 +64,7 @@ def to_wide(array: np.ndarray, src: DType) -> np.ndarray:
     """An array of a standard numpy type holding exactly the same values
     (exotic floats -> float32, sub-byte ints -> int8/uint8, strings -> float64)."""
     if src.onnx_name in ENCODED_FLOATS:
-        decoded = float_kernels.decode(_raw(array), src.onnx_name, np.float32)
+        decoded = float_kernels.decode(_raw(array), src.onnx_name, np.float32, empty=POOL.empty)
         return decoded.reshape(array.shape)
     if src.packed:
         return array.astype(np.int8 if src.kind == "int" else np.uint8)
@@ -104,8 +107,8 @@ def _parse_strings(array: np.ndarray, round_to_odd: bool) -> np.ndarray:
 
 
 def _strings_to_ints(array: np.ndarray, np_dtype) -> np.ndarray:
-    """Number strings as integers: the exact decimal truncated toward zero, then float_to_int's
-    out-of-range rule (NaN, Inf, |x| >= 2**63 -> 0; uint64 keeps [2**63, 2**64))."""
+    """Number strings as integers: the exact decimal truncated toward zero; NaN, Inf and values
+    outside [-2**63, 2**63) give 0 (uint64 keeps [2**63, 2**64)). Wrapping is the caller's."""
     unsigned64 = np.dtype(np_dtype) == np.uint64
     out = np.empty(array.shape, np.uint64 if unsigned64 else np.int64)
     flat_out = out.reshape(-1)
@@ -115,7 +118,7 @@ def _strings_to_ints(array: np.ndarray, np_dtype) -> np.ndarray:
         if number is not None:
             exact = Decimal(number)
             whole = int(exact) if exact.adjusted() < 20 else 0  # int() of 1e999999999 never ends
-            in_range = -2 ** 63 < whole < 2 ** 63 or (unsigned64 and 0 <= whole < 2 ** 64)
+            in_range = -2 ** 63 <= whole < 2 ** 63 or (unsigned64 and 0 <= whole < 2 ** 64)
             whole = whole if in_range else 0
         flat_out[index] = whole % 2 ** 64 if unsigned64 else whole
     return out
@@ -166,7 +169,7 @@ def convert(array: np.ndarray, dst: DType, *, saturate: bool = True, round_mode:
     src = dtypes.of_array(array)
     if dst.kind == "string":
         return _to_strings(array, src)
-    if src == dst:
+    if src == dst and not (saturate and dst.onnx_name == "float8e5m2"):  # saturating sends Inf to max
         return np.array(array, dtype=dst.np_dtype, copy=True)
     if src.kind == "string":
         if dst.kind in ("int", "uint"):
@@ -181,7 +184,7 @@ def convert(array: np.ndarray, dst: DType, *, saturate: bool = True, round_mode:
         elif wide.dtype not in (np.float32, np.float64):
             wide = wide.astype(np.float32 if wide.dtype in (np.float16, np.bool_) else np.float64)
         codes = float_kernels.encode(np.ascontiguousarray(wide).reshape(-1), dst.onnx_name,
-                                     saturate=saturate, round_mode=round_mode)
+                                     saturate=saturate, round_mode=round_mode, empty=POOL.empty)
         return codes.view(dst.np_dtype).reshape(array.shape)
     if wide.dtype.kind == "f" and dst.kind in ("int", "uint"):
         whole = float_to_int(wide, np.uint64 if dst.np_dtype == np.uint64 else np.int64)
@@ -222,7 +225,7 @@ def convert_tensor(tensor: Tensor, dst: DType, *, saturate: bool = True, round_m
         native = dst.np_dtype in _NUMBA_NATIVE
         raw = dst.np_dtype if native else np.dtype(f"u{dst.np_dtype.itemsize}")
         table = packed_kernels.byte_table(values if native else values.view(raw), src.bits)
-        out = np.empty(tensor.size, raw)
+        out = POOL.empty(tensor.size, raw)
         packed_kernels.unpack_values(tensor.buffer, tensor.view.offset, tensor.size, table, out)
         return Tensor.from_numpy(out.view(dst.np_dtype).reshape(tensor.shape))
     if dst.packed and dst.kind in ("int", "uint") and not src.packed and src.kind in ("int", "uint", "float") \

@@ -44,7 +44,7 @@ class Executable:
         for index, step in enumerate(self.steps):
             if isinstance(step, NodeStep):
                 kind = "view" if step.opdef.view is not None else "numpy"
-                lines.append(f"step {index}: {kind:6s} {step.node.op_type} -> "
+                lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
                 continue
             group = step.group
@@ -76,6 +76,14 @@ def _read_only(value):
     return value
 
 
+def native_args(args) -> tuple:
+    """Arguments as kernels read them (as Program.run checks feeds): numpy scalars as 0-d arrays,
+    non-native byte order converted once."""
+    args = tuple(np.asarray(a) if isinstance(a, np.generic) else a for a in args)
+    return tuple(a.astype(a.dtype.newbyteorder("=")) if isinstance(a, np.ndarray) and a.dtype.kind not in "OUSV"
+                 and not a.dtype.isnative else a for a in args)
+
+
 def _arg_key(arg, index: int):
     if isinstance(arg, np.ndarray):
         return ("a", arg.dtype, arg.shape)
@@ -104,6 +112,7 @@ class JitFunction:
 
     def executable(self, *args) -> Executable:
         """The compiled Executable for these arguments' signature (traced on first use)."""
+        args = native_args(args)
         key = tuple(_arg_key(a, i) for i, a in enumerate(args))
         found = self._cache.get(key)
         if found is None:
@@ -116,6 +125,7 @@ class JitFunction:
         return found
 
     def __call__(self, *args):
+        args = native_args(args)
         executable = self.executable(*args)
         outputs = executable.run(dict(zip([v.name for v in executable.graph.inputs], args)))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

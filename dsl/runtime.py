@@ -6,13 +6,14 @@ composes each leaf's View path, coalesces dims and picks (or compiles) the kerne
 from __future__ import annotations
 
 import os
-import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from math import prod
 
 import numpy as np
 
+from kernels import copy as copy_kernels
+
+from .buffers import POOL
 from .codegen import scalar
 from .codegen.compile import compile_kernel
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
@@ -31,38 +32,6 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL[0]
 
 
-class BufferPool:
-    """Reuses large output buffers whose results the caller has dropped.
-
-    A fresh multi-megabyte np.empty costs a page fault per 4 KiB on first write (about as much
-    as the kernel itself); a pooled buffer is reused only when nothing but the pool refers to
-    it (every array handed out is a view whose base is the pooled buffer, so a live result,
-    or any view of it, keeps its buffer out of reuse).
-    """
-
-    MIN_BYTES = 1 << 20
-    PER_SIZE = 4
-
-    def __init__(self):
-        self._free: dict = {}
-        self._lock = threading.Lock()
-
-    def empty(self, count: int, dtype) -> np.ndarray:
-        dtype = np.dtype(dtype)
-        if count * dtype.itemsize < self.MIN_BYTES:
-            return np.empty(count, dtype)
-        with self._lock:
-            held = self._free.setdefault((count, dtype.str), [])
-            for buffer in held:
-                if sys.getrefcount(buffer) <= 3:  # the list, the loop variable, the call's argument
-                    return buffer
-            buffer = np.empty(count, dtype)
-            if len(held) < self.PER_SIZE:
-                held.append(buffer)
-            return buffer
-
-
-POOL = BufferPool()
 
 
 def _storage(obj, dt):
@@ -88,11 +57,10 @@ def _layout_key(obj):
 def _materialize(buffer, view, packed, dt):
     """A contiguous copy of what ``view`` reads (a path step that cannot stay a view)."""
     if packed:
-        codes = Tensor(buffer, dt, view).numpy()
-        return np.ascontiguousarray(codes).reshape(-1).view(np.uint8), View.contiguous(view.shape), False
-    array = np.lib.stride_tricks.as_strided(buffer[view.offset:], view.shape,
-                                            tuple(s * buffer.itemsize for s in view.strides))
-    return np.ascontiguousarray(array).reshape(-1), View.contiguous(view.shape), False
+        raw = copy_kernels.materialize_packed(buffer, dt.bits, view.shape, view.strides, view.offset)
+        return raw, View.contiguous(view.shape), True
+    flat = copy_kernels.materialize(buffer, view.shape, view.strides, view.offset).reshape(-1)
+    return flat, View.contiguous(view.shape), False
 
 
 def _walk(buffer, view, packed, dt, path):

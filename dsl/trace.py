@@ -106,18 +106,24 @@ class Builder:
         self.graph.initializers[name] = array
         return Tracer(name, type_of_array(array), self)
 
-    def lift(self, value, like: Tracer | None = None) -> Tracer:
-        """A traced value for ``value``: Python scalars take ``like``'s element type."""
+    def lift(self, value, like: Tracer | None = None, op: str = "jit") -> Tracer:
+        """A traced value for ``value``: Python scalars take ``like``'s element type (NEP 50:
+        numpy scalars keep their own type), checked as the dsl functions check them."""
         if isinstance(value, Tracer):
             return value
-        if like is not None and isinstance(value, (bool, int, float)):
-            return self.constant(_weak_scalar(value, like.dtype))
+        if like is not None and isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+            from .functional import _scalar_as
+            return self.constant(_scalar_as(op, value, like.dtype))
         from .values import as_array
         return self.constant(as_array(value, "jit", "constant"))
 
     def add(self, op_type: str, inputs: list, attrs: dict | None = None) -> list[Tracer]:
         """Append a node; its rule runs now (trace-time validation and shape inference)."""
         attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
+        for value in inputs:
+            if isinstance(value, Tracer) and value.builder is not self:
+                raise DslError(f"{op_type}: input %{value.name} belongs to another traced function "
+                               f"(a traced value escaped its @dsl.jit function); pass it as an argument")
         opdef = registry.get(op_type)
         schema = opdef.schema(self.graph.opset)
         types = [None if v is None else v.type for v in inputs]
@@ -133,17 +139,11 @@ class Builder:
         return outputs
 
 
-def _weak_scalar(value, dt) -> np.ndarray:
-    if dt.kind in ("int", "uint") and isinstance(value, float):
-        raise InputError(f"jit: Python float {value!r} mixed with a {dt} tensor; cast one side explicitly")
-    return np.array(value, dtype=dt.np_dtype if dt.kind != "string" else object)
-
-
 def binary(op_type: str, left, right) -> Tracer:
     """Apply a two-input op, lifting Python scalars to the other side's element type."""
     anchor = left if isinstance(left, Tracer) else right
     builder = anchor.builder
-    return builder.add(op_type, [builder.lift(left, anchor), builder.lift(right, anchor)])[0]
+    return builder.add(op_type, [builder.lift(left, anchor, op_type), builder.lift(right, anchor, op_type)])[0]
 
 
 def current_builder(values) -> Builder | None:

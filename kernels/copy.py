@@ -9,11 +9,20 @@ signatures exist. Packed 4-bit / 2-bit buffers (ONNX raw layout, kernels/packed.
 gather element codes straight into packed output.
 
 Plan: drop size-1 dims and merge dims that are contiguous with each other; a
-contiguous source is one slice copy; when the innermost output dim has a larger
-source stride than some other dim (a transpose), copy TILE_ROWS x TILE_COLS tiles
-through a small buffer so both memory streams are contiguous; otherwise copy row
-by row. Work is split into (outer index, row tile) tasks, run in parallel above
-PARALLEL_MIN_ELEMENTS.
+contiguous source is one slice copy. When the innermost output dim has a larger
+source stride than some other dim (a transpose), that dim becomes the "rows": each
+task owns TILE_ROW_BYTES worth of rows (long contiguous source reads) and sweeps
+TILE_COLS source rows at a time through square SIMD blocks that read and write
+whole 64-byte lines; outputs of STREAM_MIN_BYTES or more are written with
+non-temporal stores (no read-for-ownership, the dominant cost of a transpose
+otherwise). Other views copy row by row. Tasks run in parallel (numba prange) from
+PARALLEL_MIN_ELEMENTS on.
+
+Measured with benchmarks/copy_bench.py on the 2-core dev VM: a 4096-byte source
+run beats 1024 (8192^2 float32, 2 threads: 11.1 vs 9.4 GB/s) and 256 (8.0); TILE_COLS
+32 or 64 tie, 128 loses (7.0); non-temporal stores lift 4096^2 float32 from 2.8 to
+8.5 GB/s and still win at 1 MB (4.3 vs 2.3 single-threaded), but a result that fits
+the 2 MB L2 is kept in cache for its consumer; 2 threads tie 1 at 256^2 and win from 512^2.
 """
 import operator
 from math import prod
@@ -24,11 +33,11 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-# Measured with benchmarks/copy_bench.py on the 2-core dev VM (see its docstring).
+# Tuned on the 2-core dev VM (module docstring).
 TILE_ROW_BYTES = 4096  # output rows per task x item size: the length of each source read run
 TILE_COLS = 32  # source rows (output columns) visited per sweep of a task's rows
 PARALLEL_MIN_ELEMENTS = 1 << 18
-STREAM_MIN_BYTES = 1 << 22  # outputs this large bypass the cache (non-temporal stores)
+STREAM_MIN_BYTES = 1 << 21  # outputs this large bypass the cache (non-temporal stores)
 PACKED_CHUNK_BYTES = 1 << 14
 LINE_BYTES = 64  # a transpose block moves whole cache lines: 64 // itemsize lanes square
 
@@ -137,7 +146,7 @@ def _copy_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_s
                 out[np.uint64(o + col)] = src[np.uint64(s + col * col_src)]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, col_src, stream, out):
     # A transpose: rows read the source contiguously, cols write the output
     # contiguously. Sweep TILE_COLS source rows at a time over this task's rows so
@@ -200,9 +209,10 @@ def copy_strided(src, offset, outer, rows, row_src, row_out, cols, col_src, bloc
     outer multi-index (offsets s, o from the outer dims), row i < rows, col j < cols.
 
     ``src``/``out``: 1-D arrays of one unsigned (or uint64-pair record) dtype;
-    ``outer``: int64 (3, k) array of the outer dims' sizes, source and output strides. Tasks are (outer index, ``tile_rows`` rows); ``blocked``
-    copies them as transposes, ``stream`` (needs row_out * itemsize % 64 == 0) with
-    non-temporal stores. Requires every addressed index in range (checked by the caller).
+    ``outer``: int64 (3, k) array of the outer dims' sizes, source and output strides.
+    Tasks are (outer index, ``tile_rows`` rows); ``blocked`` copies them as transposes,
+    ``stream`` (needs row_out * itemsize % 64 == 0) with non-temporal stores.
+    Requires every addressed index in range (checked by the caller).
     """
     task_count = (rows + tile_rows - 1) // tile_rows
     for k in range(outer.shape[1]):
@@ -366,13 +376,22 @@ def _plan(shape, strides, itemsize: int, out_address: int, parallel: bool):
     return task_count, (outer_dims, rows, row_src, row_out, cols, col_src, blocked, tile_rows, stream)
 
 
+def _element_indices(shape, strides, offset) -> np.ndarray:
+    """The buffer index of every view element, an int64 array of ``shape``."""
+    index = np.full(shape, offset, np.int64)
+    for axis, (dim, stride) in enumerate(zip(shape, strides)):
+        index += (np.arange(dim, dtype=np.int64) * stride).reshape((-1,) + (1,) * (len(shape) - axis - 1))
+    return index
+
+
 def _output(out, shape, dtype) -> np.ndarray:
     if out is None:
         return np.empty(shape, dtype)
     if (not isinstance(out, np.ndarray) or out.shape != tuple(shape) or out.dtype != dtype
             or not out.flags.c_contiguous or not out.flags.writeable):
+        got = f"{getattr(out, 'dtype', type(out).__name__)} of shape {getattr(out, 'shape', None)}"
         raise ValueError(f"out must be a writeable C-contiguous {dtype} array of shape {tuple(shape)}, "
-                         f"got {getattr(out, 'dtype', type(out))} of shape {getattr(out, 'shape', None)}")
+                         f"got {got}")
     return out
 
 
@@ -407,13 +426,11 @@ def materialize(buffer: np.ndarray, shape, strides, offset: int = 0, *, out=None
     _check_in_range(shape, strides, offset, buffer.shape[0], "elements")
     word = _UINT_BY_ITEMSIZE.get(buffer.dtype.itemsize)
     if word is None or buffer.dtype.hasobject or buffer.dtype.kind == "T":
-        # Object and string items cannot be moved as raw bits (numpy keeps references);
-        # gather them with an index array (as_strided rejects StringDType).
-        index = sum((np.arange(dim, dtype=np.int64).reshape([-1 if j == k else 1 for j in range(len(shape))])
-                     * stride for k, (dim, stride) in enumerate(zip(shape, strides))), np.int64(offset))
-        out[...] = buffer[np.broadcast_to(index, shape)]
+        # References (object, StringDType) must not be copied as raw bits, and odd item
+        # sizes ("U3") have no word type: let numpy gather (as_strided rejects StringDType).
+        out[...] = buffer[_element_indices(shape, strides, offset)]
         return out
-    src = np.ascontiguousarray(buffer).view(word)
+    src = np.ascontiguousarray(buffer).view(word)  # a strided 1-D buffer is compacted first
     dst = out.reshape(-1).view(word)
     shape, strides = coalesce_dims(shape, strides)
     if not shape:
@@ -453,8 +470,8 @@ def materialize_packed(packed: np.ndarray, bits: int, shape, strides, offset: in
     if bits not in (2, 4):
         raise ValueError(f"bits must be 2 or 4, got {bits!r}")
     if not isinstance(packed, np.ndarray) or packed.ndim != 1 or packed.dtype != np.uint8:
-        raise ValueError(f"packed must be a 1-D uint8 array, got {getattr(packed, 'dtype', type(packed))} "
-                         f"of shape {getattr(packed, 'shape', None)}")
+        got = f"{getattr(packed, 'dtype', type(packed).__name__)} of shape {getattr(packed, 'shape', None)}"
+        raise ValueError(f"packed must be a 1-D uint8 array, got {got}")
     shape, strides, offset = _normalized(shape, strides, offset)
     per_byte = 8 // bits
     count = prod(shape)

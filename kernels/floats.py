@@ -122,7 +122,7 @@ def widen_bfloat16_par(bits16, bits32):
         bits32[i] = np.uint32(bits16[i]) << 16
 
 
-def decode(codes: np.ndarray, fmt: str, out_dtype=np.float32) -> np.ndarray:
+def decode(codes: np.ndarray, fmt: str, out_dtype=np.float32, empty=np.empty) -> np.ndarray:
     """Values of an array of codes, same shape (exact: every format here fits in float32).
 
     Args:
@@ -131,6 +131,7 @@ def decode(codes: np.ndarray, fmt: str, out_dtype=np.float32) -> np.ndarray:
             is read as its raw bits.
         fmt: ONNX spelling of the format, one of FORMATS.
         out_dtype: np.float32 or np.float64.
+        empty: allocator ``empty(count, dtype)`` for the flat result (a buffer pool may reuse memory).
     Returns:
         A new array of out_dtype.
     Raises:
@@ -148,10 +149,10 @@ def decode(codes: np.ndarray, fmt: str, out_dtype=np.float32) -> np.ndarray:
         raise ValueError(f"decode: {fmt} codes must be {itemsize}-byte, got {codes.dtype}")
     flat = np.ascontiguousarray(codes).reshape(-1).view(width)  # one compiled layout, any shape
     with np.errstate(invalid="ignore"):  # signalling NaN payloads widen quietly, as ml_dtypes does
-        return _decode_flat(flat, fmt, out_dtype).reshape(codes.shape)
+        return _decode_flat(flat, fmt, out_dtype, empty).reshape(codes.shape)
 
 
-def _decode_flat(codes, fmt, out_dtype):
+def _decode_flat(codes, fmt, out_dtype, empty):
     if fmt == "float16":
         return codes.view(np.float16).astype(out_dtype)
     parallel = codes.shape[0] >= PARALLEL_THRESHOLD
@@ -161,7 +162,7 @@ def _decode_flat(codes, fmt, out_dtype):
         return bits32.view(np.float32).astype(out_dtype, copy=False)
     if fmt not in MINIFLOATS and fmt != "float8e8m0":
         raise ValueError(f"decode: unknown float format {fmt!r}; expected one of {FORMATS}")
-    out = np.empty(codes.shape[0], out_dtype)
+    out = empty(codes.shape[0], out_dtype)
     (lookup_par if parallel else lookup_seq)(codes, _lookup_table(fmt, out_dtype), out)
     return out
 
@@ -409,7 +410,7 @@ _KERNELS = {  # (family, source dtype) -> (sequential, parallel)
 _BITS = {np.float32: np.uint32, np.float64: np.uint64}
 
 
-def encode(x: np.ndarray, fmt: str, saturate: bool = True, round_mode: str = "up") -> np.ndarray:
+def encode(x: np.ndarray, fmt: str, saturate: bool = True, round_mode: str = "up", empty=np.empty) -> np.ndarray:
     """Codes of a float32 or float64 array in a narrow float format (same shape), with ONNX Cast semantics.
 
     Rounds to nearest even (subnormals too), once, from the source's own bits: a float64 source
@@ -438,24 +439,24 @@ def encode(x: np.ndarray, fmt: str, saturate: bool = True, round_mode: str = "up
     if fmt == "float16":
         return x.astype(np.float16).view(np.uint16)  # numpy rounds once, IEEE RNE, to Inf
     bits = np.ascontiguousarray(x).reshape(-1).view(_BITS[source])  # one compiled layout
-    return _encode_flat(bits, source, fmt, saturate, round_mode).reshape(x.shape)
+    return _encode_flat(bits, source, fmt, saturate, round_mode, empty).reshape(x.shape)
 
 
-def _encode_flat(bits, source, fmt, saturate, round_mode):
+def _encode_flat(bits, source, fmt, saturate, round_mode, empty=np.empty):
     parallel = bits.shape[0] >= PARALLEL_THRESHOLD
     if fmt == "float8e8m0":
         if round_mode not in _ROUND_MODES:
             expected = sorted(_ROUND_MODES)
             raise ValueError(f"encode: round_mode must be one of {expected}, got {round_mode!r}")
-        out = np.empty(bits.shape[0], np.uint8)
+        out = empty(bits.shape[0], np.uint8)
         _KERNELS["e8m0", source][parallel](bits, int(saturate), _ROUND_MODES[round_mode], out)
         return out
     if fmt not in MINIFLOATS:
         raise ValueError(f"encode: unknown float format {fmt!r}; expected one of {FORMATS}")
     if fmt == "bfloat16" and source is np.float32:
-        out = np.empty(bits.shape[0], np.uint16)
+        out = empty(bits.shape[0], np.uint16)
         _KERNELS["bfloat16", source][parallel](bits, out)
         return out
-    out = np.empty(bits.shape[0], np.uint16 if MINIFLOATS[fmt].sign_bit > 0x80 else np.uint8)
+    out = empty(bits.shape[0], np.uint16 if MINIFLOATS[fmt].sign_bit > 0x80 else np.uint8)
     _KERNELS["minifloat", source][parallel](bits, minifloat_params(fmt, saturate), out)
     return out

@@ -23,10 +23,8 @@ def cast_types(version: int) -> frozenset:
 
 
 def _target(call: Call, value):
-    try:
-        if isinstance(value, str) and call.version == 1:
-            value = value.lower()
-        target = dtypes.dtype(value)
+    try:  # Cast-1 spells `to` as an upper-case string ("FLOAT16")
+        target = dtypes.dtype(value.lower() if isinstance(value, str) and call.version == 1 else value)
     except DslError:
         call.fail(f"attribute 'to' = {value!r} is not an ONNX element type", DTypeError)
     allowed = cast_types(call.version)

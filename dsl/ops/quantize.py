@@ -2,9 +2,11 @@
 
 Choices where the spec text and the implementations part (onnxruntime 1.32 and onnx's
 reference agree on each of them unless said otherwise):
-- DequantizeLinear: integer x - zero_point is exact, then one float32 product with the scale,
-  rounded once to the output type (the spec says the output type "determines the precision of
-  the multiplication"; both implementations multiply in float32 and round the product).
+- DequantizeLinear: integer x - zero_point is exact (as onnxruntime; onnx's reference rounds an
+  int32 x to float32 first), then one float32 product with the scale, rounded once to the output
+  type (the spec says the output type "determines the precision of the multiplication"; both
+  implementations multiply in float32 and round the product). A float zero point is subtracted
+  (onnx's reference rejects a nonzero float8 one).
 - QuantizeLinear: the division runs in the precision type (``precision``, else y_scale's type):
   for float16 / bfloat16 both x and y_scale are rounded to it first and the quotient is rounded
   to it (float32 quotients of such operands rounded once are the correctly rounded narrow
@@ -128,9 +130,11 @@ def _dequantize_rule(call: Call) -> list:
     x_type, scale_type = call.types[0], call.types[1]
     zp_type = call.types[2] if len(call.types) > 2 else None
     _check_zero_point(call, scale_type, zp_type, x_type.dtype)
-    out = _dtype_attr(call, "output_dtype") or scale_type.dtype
+    requested = _dtype_attr(call, "output_dtype")
+    out = requested or scale_type.dtype
     if out not in _FLOAT_OUT:
-        call.fail(f"output_dtype {out} is not one of ['bfloat16', 'float', 'float16']", DTypeError)
+        what = f"output_dtype {out}" if requested else f"output type {out} (the x_scale type; set output_dtype)"
+        call.fail(f"{what} is not one of ['bfloat16', 'float', 'float16']", DTypeError)
     if x_type.shape is not None and scale_type.shape is not None:
         call.plan = (_check_granularity(call, x_type.shape, scale_type.shape, "x_scale"), out)
     return [TensorType(out, x_type.shape)]

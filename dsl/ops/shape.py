@@ -13,6 +13,7 @@ import numpy as np
 from ..dtypes import FLOATS_V1, all_types
 from ..errors import InputError
 from ..ir import TensorType
+from ..layout import reshaped
 from .registry import INT64, Attr, Call, Input, OpDef, Schema, register
 
 _DATA = Input("data")
@@ -193,7 +194,7 @@ def _reshape_schemas() -> tuple[Schema, ...]:
 
 register(OpDef(
     "Reshape", _reshape_schemas(), _reshape_rule,
-    reference=lambda call, xs: [np.reshape(xs[0], call.plan)],
+    reference=lambda call, xs: [reshaped(xs[0], call.plan)],
     view=lambda call, view: view.reshape(call.plan),
     doc="New shape, same elements in C order; 0 copies the input dim (unless allowzero), -1 infers."))
 
@@ -231,7 +232,7 @@ register(OpDef(
     tuple(Schema(v, (Input("input"),), (Attr("axis", "int", 1),), FLOATS_V1 if v == 1 else all_types(v))
           for v in (1, 9, 11, 13, 21, 23, 24, 25)),
     _flatten_rule,
-    reference=lambda call, xs: [np.reshape(xs[0], call.plan)],
+    reference=lambda call, xs: [reshaped(xs[0], call.plan)],
     view=lambda call, view: view.reshape(call.plan),
     doc="2-D result: dims before `axis` multiplied, dims from `axis` on multiplied."))
 

@@ -90,17 +90,20 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
         for value in node.outputs:
             if value.name in needed and value.name not in done:
                 done.add(value.name)
-                steps += _materialize(value, fused_producer, builder)
+                steps += _materialize(value, fused_producer, builder, needed)
     return steps
 
 
-def _materialize(value: Value, fused_producer: dict, builder: GroupBuilder) -> list:
-    """Steps producing ``value``: a view chain of NodeSteps, or one kernel."""
+def _materialize(value: Value, fused_producer: dict, builder: GroupBuilder, needed: set) -> list:
+    """Steps producing ``value``: a view chain of NodeSteps (over an input, a reference result
+    or a value materialized anyway, which precedes it), or one kernel."""
     chain, current = [], value
     while current.name in fused_producer and fused_producer[current.name][2].view is not None:
         node, call, opdef = fused_producer[current.name]
         chain.append(NodeStep(node, call, opdef))
         current = node.inputs[0]
-    if current.name not in fused_producer:
+        if current.name in needed:
+            break
+    if current.name not in fused_producer or current.name in needed and chain:
         return chain[::-1]
     return [KernelStep(builder.build([value]))]
