@@ -114,3 +114,38 @@ def exp_for_f32(x):
     p = p * r + 1.0
     p = p * r + 1.0
     return p * f64_from_bits(np.uint64((np.int64(k) + np.int64(1023)) << np.int64(52)))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _odd_step(f, toward_zero):
+    """The float64 next to ``f`` (an even-mantissa inexact result) in the given direction."""
+    word = bits_from_f64(f)
+    if word & np.uint64(1):
+        return f
+    return f64_from_bits(word - np.uint64(1) if toward_zero else word + np.uint64(1))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def i64_to_f64_odd(x):
+    """int64 -> float64 rounding to odd (so a later float32 / narrow rounding is a single one)."""
+    value = np.int64(x)
+    f = np.float64(value)
+    if f >= 9.223372036854775808e18:  # rounded up past INT64_MAX: the true value is below
+        return _odd_step(f, True)
+    back = np.int64(f)
+    if back == value:
+        return f
+    return _odd_step(f, back > value if value > 0 else back < value)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def u64_to_f64_odd(x):
+    """uint64 -> float64 rounding to odd."""
+    value = np.uint64(x)
+    f = np.float64(value)
+    if f >= 1.8446744073709551616e19:
+        return _odd_step(f, True)
+    back = np.uint64(f)
+    if back == value:
+        return f
+    return _odd_step(f, back > value)

@@ -51,7 +51,7 @@ def _minifloat_value(code: int, fmt: Minifloat) -> float:
     if magnitude > fmt.max_code:
         value = math.inf if fmt.has_inf and magnitude == fmt.max_code + 1 else math.nan
     elif negative and magnitude == 0 and not fmt.signed_zero:
-        return math.nan  # fnuz: the would-be -0 is the only NaN
+        return -math.nan  # fnuz: the would-be -0 is the only NaN; negative, as ml_dtypes decodes it
     else:
         exponent, mantissa = magnitude >> fmt.mbits, magnitude & ((1 << fmt.mbits) - 1)
         if exponent == 0:

@@ -73,6 +73,19 @@ def encoder_name(fmt: str, saturate: bool, round_mode: str = "up") -> str:
     return f"_encode_{fmt}_{int(bool(saturate))}_{mode}"
 
 
+def _float32_once(expr: str, src_domain: str) -> str:
+    """A float32 from which rounding to any narrower float gives the once-rounded result:
+    wide sources round to ODD on the way (float64 and 64-bit ints; narrower ints are exact)."""
+    if src_domain == "float64":
+        return f"_bits.f64_to_f32_odd({expr})"
+    if src_domain in ("int64", "uint64"):
+        to_f64 = "_bits.i64_to_f64_odd" if src_domain == "int64" else "_bits.u64_to_f64_odd"
+        return f"_bits.f64_to_f32_odd({to_f64}({expr}))"
+    if src_domain in ("int32", "uint32"):
+        return f"_bits.f64_to_f32_odd(np.float64({expr}))"
+    return f"np.float32({expr})"
+
+
 def coerce(expr: str, src_domain: str, dt: DType, saturate: bool = True, round_mode: str = "up") -> str:
     """Round a compute-domain value ``expr`` (of ``src_domain``) to ``dt``'s value set,
     with ONNX Cast semantics, returning an expression in ``dt``'s compute domain."""
@@ -86,13 +99,13 @@ def coerce(expr: str, src_domain: str, dt: DType, saturate: bool = True, round_m
         return f"np.{NATIVE[name]}({expr})"
     if name in NATIVE:
         return f"np.{NATIVE[name]}({expr})"
-    narrow = f"_bits.f64_to_f32_odd({expr})" if src_domain == "float64" else f"np.float32({expr})"
+    narrow = _float32_once(expr, src_domain)
     if name == "float16":  # from float64 via round-to-odd float32: one rounding in total
         return f"_bits.f16_to_f32(_bits.f32_to_f16({narrow}))"
     if name == "bfloat16":
         return f"_bits.bf16_to_f32(_bits.f32_to_bf16({narrow}))"
     if name in TABLE_FLOATS:
-        return f"_T_{name}[{encoder_name(name, saturate, round_mode)}({expr})]"
+        return f"_T_{name}[{encoder_name(name, saturate, round_mode)}({narrow})]"
     bits, signed = SUB_BYTE_INTS[name]
     value = f"_trunc_int({expr})" if is_float_domain(src_domain) else f"np.int64({expr})"
     mask, sign = (1 << bits) - 1, 1 << (bits - 1)
