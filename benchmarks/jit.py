@@ -8,10 +8,15 @@ import sys
 import tempfile
 import textwrap
 
-import numpy as np
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# benchmarks/kernels.py would shadow the project's `kernels` package: import dsl without this folder
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+import numpy as np  # noqa: E402
 
-import dsl
-from _timing import median_seconds, table
+import dsl  # noqa: E402
+
+sys.path.insert(0, _HERE)
+from _timing import median_seconds, table  # noqa: E402
 
 CORES = os.cpu_count() or 1
 
@@ -167,5 +172,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(__file__))
     main()

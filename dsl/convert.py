@@ -189,8 +189,8 @@ def convert(array: np.ndarray, dst: DType, *, saturate: bool = True, round_mode:
     if wide.dtype.kind == "f" and dst.kind in ("int", "uint"):
         whole = float_to_int(wide, np.uint64 if dst.np_dtype == np.uint64 else np.int64)
         return _wrap_bits(whole, dst) if dst.packed else whole.astype(dst.np_dtype)
-    with np.errstate(all="ignore"):
-        return wide.astype(dst.np_dtype)
+    with np.errstate(all="ignore"):  # a fresh intermediate (e.g. decoded floats) is returned as is
+        return wide.astype(dst.np_dtype, copy=wide is array)
 
 
 def float_to_int(values: np.ndarray, np_dtype) -> np.ndarray:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 import numpy as np
 
@@ -22,20 +23,18 @@ class Executable:
         self.constants = {k: _read_only(v) for k, v in constants.items()}
         self.steps = partition(graph, calls, constants)
         self.runners = [KernelRunner(s) if isinstance(s, KernelStep) else s for s in self.steps]
+        self.input_names = [v.name for v in graph.inputs]
+        self.output_names = [v.name for v in graph.outputs]
+        self._calls = [runner.run if isinstance(runner, KernelRunner) else partial(run_node, runner)
+                       for runner in self.runners]
 
     def run(self, feeds: dict) -> list:
         env = dict(self.constants)
         env.update(feeds)
-        for runner in self.runners:
-            if isinstance(runner, NodeStep):
-                run_node(runner, env)
-            else:
-                runner.run(env)
-        outputs = []
-        for value in self.graph.outputs:
-            out = env[value.name]
-            outputs.append(out.numpy() if isinstance(out, Tensor) else out)
-        return outputs
+        for step in self._calls:
+            step(env)
+        outputs = [env[name] for name in self.output_names]
+        return [out.numpy() if type(out) is Tensor else out for out in outputs]
 
     def explain(self, source: bool = True) -> str:
         """Fusion groups, view steps and fallbacks; with ``source``, each kernel's generated
@@ -79,6 +78,8 @@ def _read_only(value):
 def native_args(args) -> tuple:
     """Arguments as kernels read them (as Program.run checks feeds): numpy scalars as 0-d arrays,
     non-native byte order converted once."""
+    if all(type(a) is np.ndarray and a.dtype.isnative or type(a) is Tensor for a in args):
+        return args  # the common case, checked cheaply
     args = tuple(np.asarray(a) if isinstance(a, np.generic) else a for a in args)
     return tuple(a.astype(a.dtype.newbyteorder("=")) if isinstance(a, np.ndarray) and a.dtype.kind not in "OUSV"
                  and not a.dtype.isnative else a for a in args)
@@ -112,8 +113,14 @@ class JitFunction:
 
     def executable(self, *args) -> Executable:
         """The compiled Executable for these arguments' signature (traced on first use)."""
-        args = native_args(args)
-        key = tuple(_arg_key(a, i) for i, a in enumerate(args))
+        return self._executable(native_args(args))
+
+    def _executable(self, args: tuple) -> Executable:
+        try:
+            key = tuple((a.dtype, a.shape) if type(a) is np.ndarray else ("t", a.dtype.onnx_name, a.shape)
+                        for a in args)
+        except AttributeError:
+            key = tuple(_arg_key(a, i) for i, a in enumerate(args))
         found = self._cache.get(key)
         if found is None:
             with self._lock:
@@ -126,8 +133,8 @@ class JitFunction:
 
     def __call__(self, *args):
         args = native_args(args)
-        executable = self.executable(*args)
-        outputs = executable.run(dict(zip([v.name for v in executable.graph.inputs], args)))
+        executable = self._executable(args)
+        outputs = executable.run(dict(zip(executable.input_names, args)))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def lower(self, *args):

@@ -47,13 +47,6 @@ def _storage(obj, dt):
     return flat.view(raw), view, False
 
 
-def _layout_key(obj):
-    if isinstance(obj, Tensor):
-        view = obj.view
-        return (True, view.shape, view.strides, view.offset)
-    return (obj.shape, obj.strides)
-
-
 def _materialize(buffer, view, packed, dt):
     """A contiguous copy of what ``view`` reads (a path step that cannot stay a view)."""
     if packed:
@@ -116,6 +109,11 @@ class KernelRunner:
         else:
             out = self.row[0].outputs[0]
             self.outputs = [(out.name, out.type.dtype, tuple(out.type.shape))]
+        # per-call constants, computed once
+        self.leaf_names = [leaf.value.name for leaf in self.group.leaves]
+        self.raws = [np.dtype(scalar.raw_view(leaf.dtype)) for leaf in self.group.leaves]
+        self.out_specs = [(name, dt.np_dtype, out_shape, prod(out_shape), np.dtype(scalar.raw_view(dt)))
+                          for name, dt, out_shape in self.outputs]
 
     def _source(self, rank: int, kinds) -> str:
         if self.row is None:
@@ -123,8 +121,14 @@ class KernelRunner:
         return row_source(self.group, self.row[2], rank, kinds, self.outputs[0][1])
 
     def source_for_contiguous(self) -> str:
-        """The kernel source used when every input is C-contiguous (for explain)."""
-        views = [View.contiguous(self.group.shape)] * len(self.group.leaves)
+        """The kernel source used when every input is C-contiguous (for explain): each leaf is
+        seen through its view path, as the run-time plan sees it."""
+        views = []
+        for leaf in self.group.leaves:
+            view = View.contiguous(leaf.value.type.shape)
+            for _, transform in leaf.path:  # a step that cannot stay a view reads a contiguous copy
+                view = transform(view) or transform(View.contiguous(view.shape))
+            views.append(view)
         shape, strides = _coalesce(self.group.shape, views, keep_last=self.row is not None)
         kinds = [(leaf.dtype.packed, _inner_kind(st[-1])) for leaf, st in zip(self.group.leaves, strides)]
         return self._source(len(shape), kinds)
@@ -146,13 +150,22 @@ class KernelRunner:
             params.append((np.int64(view.offset), np.array(st, np.int64)))
         return cacheable, kernel, np.array(shape, np.int64), params, storages
 
+    def _buffer(self, obj, index: int):
+        """The raw flat buffer of a leaf (fast path: a C-contiguous numpy array)."""
+        if type(obj) is np.ndarray and obj.flags.c_contiguous:
+            flat = obj.reshape(-1)
+            raw = self.raws[index]
+            return flat if flat.dtype == raw else flat.view(raw)
+        return _storage(obj, self.group.leaves[index].dtype)[0]
+
     def run(self, env: dict) -> None:
         if self.size == 0:
             for name, dt, out_shape in self.outputs:
                 env[name] = np.empty(out_shape, dt.np_dtype)
             return
-        objs = [env[leaf.value.name] for leaf in self.group.leaves]
-        key = tuple(_layout_key(o) for o in objs)
+        objs = [env[name] for name in self.leaf_names]
+        key = tuple((True, o.view.shape, o.view.strides, o.view.offset) if type(o) is Tensor
+                    else (o.shape, o.strides) for o in objs)
         plan = self.plans.get(key)
         if plan is None:
             cacheable, kernel, shape, params, storages = self._plan(objs)
@@ -161,11 +174,11 @@ class KernelRunner:
                 self.plans[key] = (kernel, shape, params)
         else:
             kernel, shape, params = plan
-            buffers = [_storage(o, leaf.dtype)[0] for o, leaf in zip(objs, self.group.leaves)]
+            buffers = [self._buffer(o, i) for i, o in enumerate(objs)]
         args = []
         for buffer, (offset, strides) in zip(buffers, params):
-            args += [buffer, offset, strides]
-        outs = [POOL.empty(prod(out_shape), scalar.raw_view(dt)) for _, dt, out_shape in self.outputs]
+            args += (buffer, offset, strides)
+        outs = [POOL.empty(size, raw) for _, _, _, size, raw in self.out_specs]
         rows = int(shape[0])
         if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1:
             bounds = np.linspace(0, rows, min(_THREADS, rows) + 1).astype(np.int64)
@@ -175,8 +188,8 @@ class KernelRunner:
                 future.result()
         else:
             kernel(0, rows, shape, *args, *outs)
-        for (name, dt, out_shape), out in zip(self.outputs, outs):
-            env[name] = out.view(dt.np_dtype).reshape(out_shape)
+        for (name, np_dtype, out_shape, _, raw), out in zip(self.out_specs, outs):
+            env[name] = (out if np_dtype == raw else out.view(np_dtype)).reshape(out_shape)
 
 
 def run_node(step: NodeStep, env: dict) -> None:

@@ -8,6 +8,7 @@ point the variable at a directory only you can write.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -59,6 +60,26 @@ def _import(path: Path, name: str):
     return module
 
 
+def _tolerate_damaged_cache(function) -> None:
+    """numba raises (e.g. UnpicklingError) on a damaged cache index or data file instead of
+    compiling again; treat one as a miss and drop the index so the fresh result is saved."""
+    cache = getattr(function, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    index_path = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+    if load is None or index_path is None:
+        return
+
+    def load_overload(signature, target_context):
+        try:
+            return load(signature, target_context)
+        except Exception:  # noqa: BLE001  (whatever the damaged bytes make pickle raise)
+            with contextlib.suppress(OSError):
+                os.remove(index_path)
+            return None
+
+    cache.load_overload = load_overload
+
+
 def compile_kernel(source: str, entry: str = "kernel"):
     """The numba function ``entry`` defined by ``source``, compiled at most once per process."""
     key = hashlib.sha256(source.encode()).hexdigest()[:32]
@@ -76,6 +97,7 @@ def compile_kernel(source: str, entry: str = "kernel"):
         path = cache_dir() / f"{name}.py"
         _write_once(path, source)
         function = getattr(_import(path, f"dsl_kernels.{name}"), entry)
+        _tolerate_damaged_cache(function)
         _COMPILED[key] = function
         STATS["compiled"] += 1
         return function

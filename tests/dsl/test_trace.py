@@ -239,8 +239,10 @@ def test_jit_opset_selects_op_versions():
         dsl.jit(lambda x: dsl.unsqueeze(x, [0], opset=13), opset=11).lower(X)
 
 
-def test_bad_arguments_are_dsl_errors():
+def test_bad_arguments_are_dsl_errors_and_numpy_scalars_are_0d_arrays():
     f = dsl.jit(lambda x: x + 1.0)
+    got = f(np.float32(2.5))  # as Program.run takes them
+    assert isinstance(got, np.ndarray) and got.shape == () and got == np.float32(3.5)
     with pytest.raises(dsl.InputError, match=r"argument 0 is a float; expected a numpy array"):
         f(3.0)
     with pytest.raises(dsl.InputError, match=r"argument 0 is a list"):

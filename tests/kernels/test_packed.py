@@ -117,3 +117,18 @@ def test_kernels_never_import_dsl():
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0] if not node.level else "<relative>")
     assert imported <= {"numba", "numpy"}
+
+
+@pytest.mark.parametrize("bits", [2, 4])
+@pytest.mark.parametrize("start, count", [(0, 800_001), (2, 799_999), (1, 700_001), (4, 300_000), (3, 101)])
+def test_unpack_values_matches_a_table_gather_on_every_path(bits, start, count):
+    """The whole-byte parallel path, its odd tail, the generic parallel rows and the small path."""
+    rng = np.random.default_rng(bits * 1000 + start)
+    per_byte = 8 // bits
+    buf = rng.integers(0, 256, (start + count) // per_byte + 1, dtype=np.uint8)
+    values = rng.standard_normal(1 << bits).astype(np.float32)
+    shifts = np.arange(per_byte, dtype=np.uint8) * bits
+    codes = ((buf[:, None] >> shifts) & ((1 << bits) - 1)).reshape(-1)
+    out = np.empty(count, np.float32)
+    packed.unpack_values(buf, start, count, packed.byte_table(values, bits), out)
+    np.testing.assert_array_equal(out, values[codes[start:start + count]])

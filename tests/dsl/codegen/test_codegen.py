@@ -1,0 +1,228 @@
+"""Tests for dsl/codegen: per-type load/compute/store expressions, generated kernel source, compile caches."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import dsl
+from dsl.codegen import compile as codegen_compile
+from dsl.codegen import scalar
+from dsl.codegen.fused import _literal
+from dsl.codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+# ---- scalar: compute domains and load expressions -------------------------------------------------
+@pytest.mark.parametrize("name, domain, raw", [
+    ("int4", "int8", "uint8"), ("uint2", "uint8", "uint8"), ("float16", "float32", "uint16"),
+    ("bfloat16", "float32", "uint16"), ("float8e5m2", "float32", "uint8"), ("float4e2m1", "float32", "uint8"),
+    ("double", "float64", "float64"), ("bool", "bool_", "bool_"), ("uint64", "uint64", "uint64")])
+def test_compute_domain_and_raw_storage(name, domain, raw):
+    dt = dsl.dtype(name)
+    assert scalar.supported(dt) and scalar.domain(dt) == domain and scalar.raw_view(dt) == raw
+
+
+def test_strings_and_complex_are_left_to_the_reference():
+    assert not any(scalar.supported(dsl.dtype(n)) for n in ("string", "complex64", "complex128"))
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2", "float4e2m1"])
+def test_packed_load_expressions_follow_the_onnx_raw_layout(name):
+    """Element i of a packed buffer is nibble/crumb i (low bits first); evaluated as plain Python."""
+    dt = dsl.dtype(name)
+    raw = np.random.default_rng(3).integers(0, 256, 5, dtype=np.uint8)
+    count = 5 * dt.per_byte - 1
+    codes = dsl.Tensor.from_packed(raw, name, (count,)).numpy().view(np.uint8)
+    table = np.arange(256)  # for table floats the load indexes a decode table with the code
+    expression = scalar.load(dt, True, "b0", "i", "table")
+    loaded = [eval(expression, {"np": np, "b0": raw, "table": table, "i": i}) for i in range(count)]  # noqa: S307
+    if dt.kind == "float":
+        np.testing.assert_array_equal(loaded, codes)
+    else:
+        np.testing.assert_array_equal(loaded, dsl.Tensor.from_packed(raw, name, (count,)).numpy().astype(np.int64))
+
+
+@pytest.mark.parametrize("value, dt, text", [
+    (np.float32(np.inf), "float", "np.float32(np.inf)"), (np.float32(-np.inf), "float", "np.float32(-np.inf)"),
+    (np.float32(np.nan), "float", "np.float32(np.nan)"), (np.float64(-0.0), "double", "np.float64(-0.0)"),
+    (np.float32(0.1), "float", "np.float32(0.10000000149011612)"), (np.int8(-128), "int8", "np.int8(-128)"),
+    (np.uint64(2 ** 64 - 1), "uint64", "np.uint64(18446744073709551615)"), (np.bool_(True), "bool", "True")])
+def test_scalar_constants_are_inlined_exactly(value, dt, text):
+    assert _literal(np.array(value), dsl.dtype(dt)) == text
+    assert np.array(eval(text, {"np": np}), value.dtype).tobytes() == np.array(value).tobytes()  # noqa: S307
+
+
+def test_non_native_or_non_scalar_constants_stay_leaves():
+    assert _literal(np.array(1.0, np.float16), dsl.float16) is None
+    assert _literal(np.ones(2, np.float32), dsl.float32) is None
+
+
+# ---- generated source -----------------------------------------------------------------------------
+def group_of(fn, *args):
+    """The KernelRunner of a one-kernel function (tracing and planning only: nothing compiles)."""
+    (runner,) = dsl.jit(fn).executable(*args).runners
+    return runner
+
+
+def test_kernel_source_variants_by_leaf_layout():
+    runner = group_of(lambda a, b: a * b + 1.0, np.ones((3, 4), np.float32), np.ones(4, np.float32))
+    source = kernel_source(runner.group, 2, [(False, INNER_STRIDED), (False, INNER_BROADCAST)])
+    compile(source, "<kernel>", "exec")  # valid Python
+    assert "def kernel(start, stop, shape, b0, o0, s0, b1, o1, s1, out0):" in source
+    assert "fastmath=False" in source  # elementwise kernels round like the reference, op by op
+    body = source[source.index("def kernel"):].splitlines()
+    inner = next(k for k, line in enumerate(body) if "for i1 in" in line)
+    assert any("b1[p1_0]" in line for line in body[:inner]), "a broadcast leaf is loaded once per row"
+    assert any("b0[p0_0 + i1 * s0_1]" in line for line in body[inner:])
+    unit = kernel_source(runner.group, 1, [(False, INNER_UNIT), (False, INNER_UNIT)])
+    assert "b0[p0_m1 + i0]" in unit and "out0[q0] =" in unit
+
+
+def test_packed_leaves_load_codes_from_bytes():
+    weights = dsl.Tensor.from_numpy(np.zeros((2, 3), ml_dtypes.int4))
+    runner = group_of(lambda w: dsl.cast(w, dsl.float32), weights)
+    source = runner.source_for_contiguous()
+    assert "b0[(p0_m1 + i0) >> 1]" in source and "& 15" in source
+
+
+def test_row_kernels_reassociate_sums_and_round_once():
+    runner = group_of(lambda x: dsl.softmax(x * 2.0), np.ones((3, 4), np.float32))
+    source = runner.source_for_contiguous()
+    compile(source, "<kernel>", "exec")
+    assert "fastmath={'reassoc', 'nsz'}" in source and "tmp = np.empty(shape[1], np.float64)" in source
+    assert source.count("for i1 in range(rowlen):") == 3  # max; exp and sum; scale
+    reduce = group_of(lambda x: dsl.reduce_sum(x * 2.0, [-1]), np.ones((3, 4), np.float32))
+    text = row_source(reduce.group, "sum", 2, [(False, INNER_UNIT)], dsl.float32)
+    assert "acc = np.float64(0)" in text and "out0[q0] = np.float32(acc)" in text
+
+
+# ---- compile_kernel: in-memory and on-disk caches -------------------------------------------------
+def unique_source(tag: str) -> str:
+    """A tiny kernel source no other test (or earlier run) compiled: ``kernel(x) = x + added(source)``."""
+    return f"import numba\n\n\n@numba.njit(cache=True)\ndef kernel(x):\n    return x + {time.time_ns() % 1000003}  # {tag}\n"
+
+
+def added(source: str) -> int:
+    return int(source.split("return x + ")[1].split()[0])
+
+
+def expected_path(directory, source) -> Path:
+    import hashlib
+    return Path(directory) / f"k_{hashlib.sha256(source.encode()).hexdigest()[:32]}.py"
+
+
+def test_same_source_compiles_once_per_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))
+    source = unique_source("memory")
+    before = dict(codegen_compile.STATS)
+    kernel = codegen_compile.compile_kernel(source)
+    assert kernel(1) == 1 + added(source)
+    assert codegen_compile.compile_kernel(source) is kernel
+    assert codegen_compile.STATS["compiled"] == before["compiled"] + 1
+    assert codegen_compile.STATS["memory_hits"] == before["memory_hits"] + 1
+    assert expected_path(tmp_path, source).read_text() == source
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "identical"])
+def test_an_existing_generated_file_is_kept_if_identical_else_rewritten(tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))
+    source = unique_source(damage)
+    path = expected_path(tmp_path, source)
+    path.write_text({"garbage": "this is not python (\n", "truncated": source[:40], "identical": source}[damage])
+    os.utime(path, (1_000_000_000, 1_000_000_000))
+    kernel = codegen_compile.compile_kernel(source)
+    assert kernel(0) == added(source)
+    assert path.read_text() == source
+    assert (path.stat().st_mtime == 1_000_000_000) is (damage == "identical")
+
+
+def test_cache_dir_settings(tmp_path, monkeypatch):
+    monkeypatch.delenv("DSL_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert codegen_compile.cache_dir() == tmp_path / "dsl" / "kernels"
+    for off in ("off", "OFF"):
+        monkeypatch.setenv("DSL_CACHE_DIR", off)
+        directory = codegen_compile.cache_dir()
+        assert directory.name.startswith("dsl-kernels-") and directory.is_dir()
+    source = unique_source("off")
+    kernel = codegen_compile.compile_kernel(source)
+    assert kernel(0) == added(source) and expected_path(directory, source).exists()
+    assert not (tmp_path / "dsl").exists()
+
+
+def test_concurrent_first_calls_compile_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))
+    imports, lock = [], threading.Lock()
+    real_import = codegen_compile._import
+
+    def counting_import(path, name):
+        with lock:
+            imports.append(path.name)
+        return real_import(path, name)
+
+    monkeypatch.setattr(codegen_compile, "_import", counting_import)
+    source, barrier, results = unique_source("threads"), threading.Barrier(8), [None] * 8
+
+    def work(index):
+        barrier.wait()
+        results[index] = codegen_compile.compile_kernel(source)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(imports) == 1 and all(r is results[0] for r in results)
+
+
+# ---- across processes: numba's cache next to the generated file -----------------------------------
+SCRIPT = """
+import json, numpy as np, dsl
+from dsl.codegen import compile as cc
+f = dsl.jit(lambda x: x * 2.5 + 1.0)
+x = np.arange(6, dtype=np.float32).reshape(2, 3)
+ok = bool(np.array_equal(f(x), x * np.float32(2.5) + np.float32(1)))
+numba = [(sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())) for k in cc._COMPILED.values()]
+print(json.dumps({"ok": ok, "compiled": cc.STATS["compiled"], "numba": numba, "dir": str(cc.cache_dir())}))
+"""
+
+
+def run_fresh_process(kernel_dir, numba_dir) -> dict:
+    env = dict(os.environ, DSL_CACHE_DIR=str(kernel_dir), NUMBA_CACHE_DIR=str(numba_dir))
+    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def listing(*directories) -> dict:
+    return {str(p): p.stat().st_mtime_ns for d in directories for p in Path(d).rglob("*") if p.is_file()}
+
+
+def test_a_new_process_reuses_the_disk_cache_and_survives_damaged_files(tmp_path):
+    kernels, numba_dir = tmp_path / "kernels", tmp_path / "numba"
+    first = run_fresh_process(kernels, numba_dir)
+    assert first == {"ok": True, "compiled": 1, "numba": [[0, 1]], "dir": str(kernels)}  # numba compiled it
+    (generated,) = kernels.glob("k_*.py")
+    source = generated.read_text()
+    files = listing(kernels, numba_dir)
+    assert any(name.endswith(".nbi") for name in files) and any(name.endswith(".nbc") for name in files)
+    second = run_fresh_process(kernels, numba_dir)
+    assert second["ok"] and second["numba"] == [[1, 0]]  # loaded from disk: no LLVM
+    assert listing(kernels, numba_dir) == files  # nothing written
+    generated.write_text(source[: len(source) // 2])  # a truncated generated module ...
+    for index in numba_dir.rglob("*.nbi"):  # ... and a damaged numba index
+        index.write_bytes(b"\x80\x04garbage")
+    third = run_fresh_process(kernels, numba_dir)
+    assert third["ok"] and third["numba"] == [[0, 1]] and generated.read_text() == source
+    assert run_fresh_process(kernels, numba_dir)["numba"] == [[1, 0]]  # and the cache works again
