@@ -23,25 +23,6 @@ def unpack_bits(packed, start, count, bits, out):
         out[j] = (packed[element // per_byte] >> ((element % per_byte) * bits)) & mask
 
 
-@numba.njit(cache=True, nogil=True)
-def pack_bits(codes, bits, out):
-    """Pack ``codes`` (uint8, low ``bits`` used) into ``out`` (uint8, all of it written).
-
-    Requires len(out) == ceil(len(codes) * bits / 8).
-    """
-    per_byte = 8 // bits
-    mask = (1 << bits) - 1
-    count = codes.shape[0]
-    for byte_index in range(out.shape[0]):
-        value = 0
-        first = byte_index * per_byte
-        for k in range(per_byte):
-            element = first + k
-            if element < count:
-                value |= (codes[element] & mask) << (k * bits)
-        out[byte_index] = value
-
-
 def unpack(packed: np.ndarray, start: int, count: int, bits: int) -> np.ndarray:
     """Codes of elements [start, start + count) as a new uint8 array."""
     out = np.empty(count, np.uint8)
@@ -54,7 +35,7 @@ def pack(codes: np.ndarray, bits: int) -> np.ndarray:
     """Pack a 1-D uint8 code array into a new ONNX raw-layout uint8 array."""
     out = np.empty(-(-codes.shape[0] * bits // 8), np.uint8)
     if out.shape[0]:
-        pack_bits(codes, bits, out)
+        pack_ints(codes, bits, out)
     return out
 
 
@@ -142,8 +123,8 @@ def unpack_values(packed: np.ndarray, start: int, count: int, table: np.ndarray,
 
 @numba.njit(cache=True, nogil=True)
 def pack_ints(values, bits, out):
-    """Pack integer ``values`` (any int dtype) wrapped to ``bits`` (two's complement) into
-    ``out`` (uint8, len == ceil(len(values) * bits / 8))."""
+    """Pack integer ``values`` (any int dtype, or uint8 codes) wrapped to ``bits`` (two's
+    complement) into ``out`` (uint8, len == ceil(len(values) * bits / 8), all of it written)."""
     per_byte = 8 // bits
     mask = (1 << bits) - 1
     count = values.shape[0]
@@ -174,3 +155,6 @@ def pack_floats(values, bits, out):
                 whole = np.int64(x) if np.isfinite(x) and abs(x) < 9.2e18 else np.int64(0)
                 value |= (whole & mask) << (k * bits)
         out[byte_index] = value
+
+
+pack_bits = pack_ints  # codes are integers too: packing them is the same wrap-and-shift

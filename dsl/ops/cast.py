@@ -27,10 +27,7 @@ def _target(call: Call, value):
         target = dtypes.dtype(value.lower() if isinstance(value, str) and call.version == 1 else value)
     except DslError:
         call.fail(f"attribute 'to' = {value!r} is not an ONNX element type", DTypeError)
-    allowed = cast_types(call.version)
-    if target not in allowed:
-        call.fail(f"cannot cast to {target} at version {call.version}; expected one of "
-                  f"{sorted(t.onnx_name for t in allowed)}", DTypeError)
+    call.require_type(target, cast_types(call.version), "cannot cast to")
     return target
 
 

@@ -213,10 +213,7 @@ def _quantize_output(call: Call, zp_type):
     if requested is not None and zp_type is not None and requested != zp_type.dtype:
         call.fail(f"output_dtype {requested} differs from the zero_point type {zp_type.dtype}", DTypeError)
     out = requested or (zp_type.dtype if zp_type is not None else dtypes.dtype("uint8"))
-    allowed = quantized_types(call.version)
-    if out not in allowed:
-        call.fail(f"cannot quantize to {out} at version {call.version}; expected one of "
-                  f"{sorted(t.onnx_name for t in allowed)}", DTypeError)
+    call.require_type(out, quantized_types(call.version), "cannot quantize to")
     return out
 
 

@@ -81,6 +81,12 @@ class Call:
     def fail(self, message: str, cls: type[DslError] = ShapeError):
         raise cls(f"{where(self.op, self.node)}: {message}")
 
+    def require_type(self, dt, allowed, what: str) -> None:
+        """DTypeError unless ``dt`` is in ``allowed``: "<what> <dt> at version V; expected one of"."""
+        if dt not in allowed:
+            self.fail(f"{what} {dt} at version {self.version}; expected one of "
+                      f"{sorted(t.onnx_name for t in allowed)}", DTypeError)
+
     def int_list(self, index: int, what: str) -> list[int] | None:
         """Input ``index`` as a list of ints (a 1-D int64 tensor), or None if unknown."""
         value = self.values[index]
