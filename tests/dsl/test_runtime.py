@@ -107,17 +107,8 @@ def test_large_outputs_are_reused_only_once_nothing_refers_to_them():
 
 
 # ---- many threads from a cold start ---------------------------------------------------------------
-def test_threads_share_compiled_kernels_and_each_source_compiles_once(tmp_path, monkeypatch):
+def test_threads_share_compiled_kernels_and_each_source_compiles_once(tmp_path, monkeypatch, counted_imports):
     monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path))  # a cold disk cache (and constants no other test uses)
-    imports, lock = [], threading.Lock()
-    real_import = codegen_compile._import
-
-    def counting_import(path, name):
-        with lock:
-            imports.append(path.name)
-        return real_import(path, name)
-
-    monkeypatch.setattr(codegen_compile, "_import", counting_import)
     shared = dsl.jit(lambda m, s: s + (1.0 - dsl.unsqueeze(dsl.cast(m, dsl.float32), [1])) * -3.5e3)
     others = [dsl.jit(lambda x, k=k: dsl.exp(x * (0.0625 * k)) - 0.3125) for k in (1, 2, 3)]
     mask = RNG.random((64, 256)) > 0.5
@@ -146,8 +137,8 @@ def test_threads_share_compiled_kernels_and_each_source_compiles_once(tmp_path, 
     for thread in threads:
         thread.join()
     assert not failures, failures
-    assert len(imports) == len(set(imports)) == 4, imports  # 4 kernels, each compiled once
+    assert len(counted_imports) == len(set(counted_imports)) == 4, counted_imports  # 4 kernels, each compiled once
     assert all(e is executables[0] for e in executables)
-    for name in imports:
+    for name in counted_imports:
         kernel = codegen_compile._COMPILED[name[2:-3]]
         assert sum(kernel.stats.cache_misses.values()) == 1  # numba compiled it exactly once

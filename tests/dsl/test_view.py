@@ -10,6 +10,8 @@ from numpy.lib.stride_tricks import as_strided
 from dsl.tensor import _span_of
 from dsl.view import View, contiguous_strides
 
+from dsl_test_helpers import factorizations
+
 ITEMSIZE = np.dtype(np.int32).itemsize
 # Bounded so the file runs in seconds: the subtle algorithms (slice, reshape, compose) get 200
 # examples, the one-line transforms 100.
@@ -100,23 +102,6 @@ def broadcast_targets(draw, shape) -> tuple[int, ...]:
     size = st.sampled_from([0, 1, 2, 2, 3, 3])  # an empty result now and then, not half the time
     lead = draw(st.lists(size, max_size=2))
     return tuple(lead) + tuple(draw(size) if dim == 1 else dim for dim in shape)
-
-
-@st.composite
-def factorizations(draw, size: int) -> tuple[int, ...]:
-    """A random shape with ``size`` elements (size-1 dims sprinkled in; a 0 dim when size is 0)."""
-    if size == 0:
-        dims = draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
-        dims[draw(st.integers(0, len(dims) - 1))] = 0
-        return tuple(dims)
-    dims, rest = [], size
-    while rest > 1:
-        factor = draw(st.sampled_from([d for d in range(2, rest + 1) if rest % d == 0]))
-        dims.append(factor)
-        rest //= factor
-    for _ in range(draw(st.integers(0, 2))):
-        dims.insert(draw(st.integers(0, len(dims))), 1)
-    return tuple(dims)
 
 
 # ---- construction ----------------------------------------------------------------------------

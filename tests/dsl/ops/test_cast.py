@@ -16,6 +16,8 @@ import dsl
 from dsl import dtypes
 from dsl.eager import call as eager_call
 
+from dsl_test_helpers import as_tensor, pack_codes
+
 LATEST = dsl.LATEST_OPSET
 NUMERIC = [t for t in dtypes.ALL if t.kind not in ("complex", "string")]
 FLOAT8 = ["float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz"]
@@ -136,22 +138,6 @@ def assert_same(got: np.ndarray, want: np.ndarray, ignore=None) -> None:
     bad = np.nonzero(~same.reshape(-1))[0]
     assert bad.size == 0, (f"{bad.size} differences, first at {bad[:5].tolist()}: got "
                            f"{got.reshape(-1)[bad[:5]].tolist()}, want {want.reshape(-1)[bad[:5]].tolist()}")
-
-
-def pack_codes(array: np.ndarray, bits: int) -> np.ndarray:
-    """TYPES.md raw layout, written independently of dsl: first element in the lowest bits."""
-    per_byte = 8 // bits
-    codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
-    padded = np.zeros(-(-codes.size // per_byte) * per_byte, np.uint8)
-    padded[:codes.size] = codes
-    return sum((padded[k::per_byte] << np.uint8(k * bits)) for k in range(per_byte)).astype(np.uint8)
-
-
-def as_tensor(array: np.ndarray) -> dsl.Tensor:
-    dt = dtypes.of_array(array)
-    if dt.packed:
-        return dsl.Tensor.from_packed(pack_codes(array, dt.bits), dt, array.shape)
-    return dsl.Tensor.from_numpy(array)
 
 
 PAIRS = [(s, d) for s in NUMERIC for d in NUMERIC]

@@ -2,9 +2,7 @@
 from __future__ import annotations
 
 import re
-from math import prod
 
-import ml_dtypes
 import numpy as np
 import onnx.defs
 import pytest
@@ -14,42 +12,24 @@ from dsl import dtypes
 from dsl.ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from dsl.ops import registry
 
-FLOAT4_VALUES = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6]
-
-
-def make_array(dt, shape, seed=0) -> np.ndarray:
-    """Values of ``dt`` (random bit patterns for byte-or-wider numbers, NaNs included)."""
-    rng = np.random.default_rng(seed)
-    count = prod(shape)
-    if dt.kind == "string":
-        return np.array([f"s{i}\u00e9" for i in range(count)], dtype=object).reshape(shape)
-    if dt.kind == "bool":
-        return rng.integers(0, 2, count).astype(np.bool_).reshape(shape)
-    if dt.bits < 8 and dt.kind == "float":
-        return rng.choice(FLOAT4_VALUES, count).astype(dt.np_dtype).reshape(shape)
-    if dt.bits < 8:
-        info = ml_dtypes.iinfo(dt.np_dtype)
-        return rng.integers(int(info.min), int(info.max) + 1, count).astype(dt.np_dtype).reshape(shape)
-    return rng.integers(0, 256, count * dt.np_dtype.itemsize, dtype=np.uint8).view(dt.np_dtype).reshape(shape)
-
-
-def assert_same(actual, expected: np.ndarray) -> None:
-    assert isinstance(actual, np.ndarray), type(actual)
-    assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape)
-    if expected.dtype.kind == "O":
-        assert actual.tolist() == expected.tolist()
-    else:
-        assert actual.tobytes() == expected.tobytes()
-
-
-def versions(op: str) -> list[int]:
-    return [schema.version for schema in registry.get(op).schemas]
+from dsl_test_helpers import assert_same, make_array, registry_versions
 
 
 def onnx_type_strings(op: str, version: int) -> set[str]:
     schema = onnx.defs.get_schema(op, version)
     formal = (schema.inputs or schema.outputs)[0].type_str
     return set(next(c for c in schema.type_constraints if c.type_param_str == formal).allowed_type_strs)
+
+
+def every_version_and_type(op: str) -> list:
+    """(version, element type) for each of the op's versions and every element type, with ids "version-type"."""
+    return [pytest.param(v, dt, id=f"{v}-{dt.onnx_name}") for v in registry_versions(op) for dt in dtypes.ALL]
+
+
+def assert_versions_match_onnx(op: str) -> None:
+    """The schema in force at every opset is onnx's."""
+    for opset in range(1, dsl.LATEST_OPSET + 1):
+        assert registry.get(op).schema(opset).version == onnx.defs.get_schema(op, opset).since_version
 
 
 def constant_program(opset: int, **attrs) -> dsl.Program:
@@ -63,15 +43,11 @@ def run_constant(opset: int, **attrs):
 
 
 # ---- Constant: the `value` tensor attribute, every version x every element type ----------
-VALUE_CASES = [(v, dt) for v in versions("Constant") for dt in dtypes.ALL]
-
-
 def test_constant_versions_match_onnx():
-    for opset in range(1, dsl.LATEST_OPSET + 1):
-        assert registry.get("Constant").schema(opset).version == onnx.defs.get_schema("Constant", opset).since_version
+    assert_versions_match_onnx("Constant")
 
 
-@pytest.mark.parametrize("version, dt", VALUE_CASES, ids=[f"{v}-{dt.onnx_name}" for v, dt in VALUE_CASES])
+@pytest.mark.parametrize("version, dt", every_version_and_type("Constant"))
 def test_constant_value_every_version_and_type(version, dt):
     value = make_array(dt, (2, 3), seed=version)
     if f"tensor({dt.onnx_name})" not in onnx_type_strings("Constant", version):
@@ -116,7 +92,7 @@ VALUE_ATTRS = {
 }
 
 
-@pytest.mark.parametrize("version", [v for v in versions("Constant") if v >= 12])
+@pytest.mark.parametrize("version", [v for v in registry_versions("Constant") if v >= 12])
 @pytest.mark.parametrize("case", VALUE_ATTRS.values(), ids=VALUE_ATTRS.keys())
 def test_constant_value_attributes(case, version):
     given, expected = case
@@ -126,7 +102,7 @@ def test_constant_value_attributes(case, version):
     assert_same(out, expected)
 
 
-@pytest.mark.parametrize("version", [v for v in versions("Constant") if v < 12])
+@pytest.mark.parametrize("version", [v for v in registry_versions("Constant") if v < 12])
 @pytest.mark.parametrize("name", ["value_float", "value_floats", "value_int", "value_ints", "value_string",
                                   "value_strings"])
 def test_constant_value_attributes_need_version_12(name, version):
@@ -136,7 +112,7 @@ def test_constant_value_attributes_need_version_12(name, version):
         constant_program(version, **{name: value})
 
 
-@pytest.mark.parametrize("version", versions("Constant"))
+@pytest.mark.parametrize("version", registry_versions("Constant"))
 def test_constant_exactly_one_attribute(version):
     value = np.zeros(2, np.float32)
     if version < 11:
@@ -155,7 +131,7 @@ def test_constant_exactly_one_attribute(version):
             constant_program(version, value_int=1, value_float=1.0)
 
 
-@pytest.mark.parametrize("version", [v for v in versions("Constant") if v >= 11])
+@pytest.mark.parametrize("version", [v for v in registry_versions("Constant") if v >= 11])
 def test_constant_sparse_value_is_an_error(version):
     with pytest.raises(dsl.UnsupportedError, match=r"^Constant \(node 'c'\): sparse_value constants are not "
                                                    r"supported"):
@@ -200,15 +176,11 @@ def identity_program(opset: int, in_type) -> dsl.Program:
     return dsl.Program(Graph("g", [x], [y], [Node("Identity", [x], [y], name="i")], {}, opset))
 
 
-IDENTITY_CASES = [(v, dt) for v in versions("Identity") for dt in dtypes.ALL]
-
-
 def test_identity_versions_match_onnx():
-    for opset in range(1, dsl.LATEST_OPSET + 1):
-        assert registry.get("Identity").schema(opset).version == onnx.defs.get_schema("Identity", opset).since_version
+    assert_versions_match_onnx("Identity")
 
 
-@pytest.mark.parametrize("version, dt", IDENTITY_CASES, ids=[f"{v}-{dt.onnx_name}" for v, dt in IDENTITY_CASES])
+@pytest.mark.parametrize("version, dt", every_version_and_type("Identity"))
 def test_identity_of_tensors(version, dt):
     data = make_array(dt, (2, 3), seed=version)
     in_type = TensorType(dt, ("N", 3))
@@ -228,7 +200,7 @@ def test_identity_of_tensors(version, dt):
     assert eager is not data and np.shares_memory(eager, data)
 
 
-CONTAINER_CASES = [(v, dt, kind) for v in versions("Identity") for dt in dtypes.ALL
+CONTAINER_CASES = [(v, dt, kind) for v in registry_versions("Identity") for dt in dtypes.ALL
                    for kind in ("seq", "optional", "optional-seq")]
 
 

@@ -6,12 +6,14 @@ import operator
 
 import ml_dtypes
 import numpy as np
-import onnx.defs
 import pytest
 
 import dsl
 from dsl import dtypes
 from dsl.ops import registry
+
+from dsl_test_helpers import (allowed_types, assert_input_types_match_onnx, onnx_allowed, onnx_versions,
+                              schemas_with_onnx)
 
 LATEST = registry.LATEST_OPSET
 COMPARE = {"Equal": (dsl.equal, operator.eq), "Less": (dsl.less, operator.lt), "Greater": (dsl.greater, operator.gt),
@@ -20,40 +22,13 @@ LOGIC = {"And": (dsl.logical_and, operator.and_), "Or": (dsl.logical_or, operato
 OPS = [*COMPARE, "Not", *LOGIC, "Where"]
 
 
-def versions(op: str) -> list[int]:
-    found = []
-    for version in range(1, LATEST + 1):
-        try:
-            if onnx.defs.get_schema(op, version).since_version == version:
-                found.append(version)
-        except onnx.defs.SchemaError:
-            pass
-    return found
-
-
-def onnx_allowed(op: str, version: int) -> dict[str, set]:
-    spec = onnx.defs.get_schema(op, version)
-    return {c.type_param_str: {t[len("tensor("):-1] for t in c.allowed_type_strs} for c in spec.type_constraints}
-
-
-def allowed_types(op: str, version: int, param: str = "T") -> list:
-    return sorted((dtypes.dtype(n) for n in onnx_allowed(op, version)[param]), key=lambda t: t.onnx_name)
-
-
 @pytest.mark.parametrize("op", OPS)
 def test_schemas_match_onnx(op):
-    opdef = registry.get(op)
-    assert [s.version for s in opdef.schemas] == versions(op)
-    for schema in opdef.schemas:
-        spec = onnx.defs.get_schema(op, schema.version)
-        allowed = onnx_allowed(op, schema.version)
-        assert [i.name for i in schema.inputs] == [i.name for i in spec.inputs]
-        for formal, mine in zip(spec.inputs, schema.inputs):
-            types = mine.types if mine.types is not None else schema.types
-            assert {t.onnx_name for t in types} == allowed[formal.type_str], (op, schema.version, formal.name)
+    for schema, spec in schemas_with_onnx(op):
+        assert_input_types_match_onnx(op, schema, spec)
         assert {a.name for a in schema.attrs} == set(spec.attributes)
         if op not in ("Where", "Not"):
-            assert allowed["T1"] == {"bool"}  # the output type the rule gives
+            assert onnx_allowed(op, schema.version)["T1"] == {"bool"}  # the output type the rule gives
 
 
 def sample(dt, shape, seed) -> np.ndarray:
@@ -81,7 +56,7 @@ def python_values(array: np.ndarray) -> list:
 
 
 # ---- comparisons -----------------------------------------------------------------------------------
-COMPARE_CASES = [(op, v, dt) for op in COMPARE for v in versions(op) for dt in allowed_types(op, v)]
+COMPARE_CASES = [(op, v, dt) for op in COMPARE for v in onnx_versions(op) for dt in allowed_types(op, v)]
 
 
 @pytest.mark.parametrize("op, version, dt", COMPARE_CASES, ids=[f"{o}-{v}-{d}" for o, v, d in COMPARE_CASES])
@@ -171,7 +146,7 @@ def test_logic_ops_accept_only_bool(fn, args, match):
 
 
 # ---- Where -------------------------------------------------------------------------------------------
-WHERE_CASES = [(v, dt) for v in versions("Where") for dt in allowed_types("Where", v)]
+WHERE_CASES = [(v, dt) for v in onnx_versions("Where") for dt in allowed_types("Where", v)]
 
 
 @pytest.mark.parametrize("version, dt", WHERE_CASES, ids=[f"{v}-{d}" for v, d in WHERE_CASES])

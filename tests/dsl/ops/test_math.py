@@ -12,6 +12,8 @@ import dsl
 from dsl import dtypes
 from dsl.ops import registry
 
+from dsl_test_helpers import allowed_types, assert_input_types_match_onnx, onnx_versions, schemas_with_onnx
+
 LATEST = registry.LATEST_OPSET
 UNARY = {"Neg": dsl.neg, "Abs": dsl.abs, "Exp": dsl.exp, "Log": dsl.log, "Sqrt": dsl.sqrt,
          "Reciprocal": dsl.reciprocal, "Tanh": dsl.tanh, "Sigmoid": dsl.sigmoid, "Relu": dsl.relu, "Erf": dsl.erf}
@@ -20,32 +22,10 @@ SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 1e-30, 88.
 
 
 # ---- helpers (independent of dsl) ---------------------------------------------------------------
-def versions(op: str) -> list[int]:
-    found = []
-    for version in range(1, LATEST + 1):
-        try:
-            if onnx.defs.get_schema(op, version).since_version == version:
-                found.append(version)
-        except onnx.defs.SchemaError:
-            pass
-    return found
-
-
-def onnx_allowed(op: str, version: int) -> dict[str, set]:
-    spec = onnx.defs.get_schema(op, version)
-    return {c.type_param_str: {t[len("tensor("):-1] for t in c.allowed_type_strs} for c in spec.type_constraints}
-
-
 def assert_schemas_match_onnx(op: str) -> None:
-    opdef = registry.get(op)
-    assert [s.version for s in opdef.schemas] == versions(op)
-    for schema in opdef.schemas:
-        spec = onnx.defs.get_schema(op, schema.version)
-        allowed = onnx_allowed(op, schema.version)
-        assert [i.name for i in schema.inputs] == [i.name for i in spec.inputs]
+    for schema, spec in schemas_with_onnx(op):
+        assert_input_types_match_onnx(op, schema, spec)
         for formal, mine in zip(spec.inputs, schema.inputs):
-            types = mine.types if mine.types is not None else schema.types
-            assert {t.onnx_name for t in types} == allowed[formal.type_str], (op, schema.version, formal.name)
             assert mine.optional == (formal.option == onnx.defs.OpSchema.FormalParameterOption.Optional)
         assert {a.name for a in schema.attrs} == set(spec.attributes), (op, schema.version)
         for attr in schema.attrs:
@@ -93,10 +73,6 @@ def assert_close_ulp(got: np.ndarray, want: np.ndarray, ulps: int) -> None:
     assert distance.max(initial=0) <= ulps, (got[distance > ulps], want[distance > ulps])
 
 
-def allowed_types(op: str, version: int, param: str = "T") -> list:
-    return sorted((dtypes.dtype(n) for n in onnx_allowed(op, version)[param]), key=lambda t: t.onnx_name)
-
-
 # ---- schemas --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", OPS)
 def test_schemas_match_onnx(op):
@@ -125,7 +101,7 @@ def _expected_unary(op: str, x: np.ndarray, dt) -> tuple[np.ndarray, int]:
         return rounded(formula(x64), dt), 2
 
 
-UNARY_CASES = [(op, v, dt) for op in UNARY for v in versions(op) for dt in allowed_types(op, v)]
+UNARY_CASES = [(op, v, dt) for op in UNARY for v in onnx_versions(op) for dt in allowed_types(op, v)]
 
 
 @pytest.mark.parametrize("op, version, dt", UNARY_CASES, ids=[f"{o}-{v}-{d}" for o, v, d in UNARY_CASES])
@@ -200,7 +176,7 @@ def _expected_pow(x: np.ndarray, y: np.ndarray, x_dt, y_dt) -> tuple[np.ndarray,
     return rounded(exact, x_dt), 2
 
 
-POW_CASES = [(v, x, y) for v in versions("Pow") for x in allowed_types("Pow", v)
+POW_CASES = [(v, x, y) for v in onnx_versions("Pow") for x in allowed_types("Pow", v)
              for y in (allowed_types("Pow", v, "T1") if v >= 12 else [x])]
 
 

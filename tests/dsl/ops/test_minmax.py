@@ -12,33 +12,15 @@ import dsl
 from dsl import dtypes
 from dsl.ops import minmax, registry
 
+from dsl_test_helpers import allowed_types, onnx_versions, schemas_with_onnx
+
 LATEST = registry.LATEST_OPSET
 VARIADIC = {"Max": (dsl.maximum, max), "Min": (dsl.minimum, min)}
 
 
-def versions(op: str) -> list[int]:
-    found = []
-    for version in range(1, LATEST + 1):
-        try:
-            if onnx.defs.get_schema(op, version).since_version == version:
-                found.append(version)
-        except onnx.defs.SchemaError:
-            pass
-    return found
-
-
-def allowed_types(op: str, version: int) -> list:
-    spec = onnx.defs.get_schema(op, version)
-    names = next(c.allowed_type_strs for c in spec.type_constraints if c.type_param_str == "T")
-    return sorted((dtypes.dtype(n[len("tensor("):-1]) for n in names), key=lambda t: t.onnx_name)
-
-
 @pytest.mark.parametrize("op", ["Max", "Min", "Clip"])
 def test_schemas_match_onnx(op):
-    opdef = registry.get(op)
-    assert [s.version for s in opdef.schemas] == versions(op)
-    for schema in opdef.schemas:
-        spec = onnx.defs.get_schema(op, schema.version)
+    for schema, spec in schemas_with_onnx(op):
         assert {t.onnx_name for t in schema.types} == {t.onnx_name for t in allowed_types(op, schema.version)}
         assert {a.name for a in schema.attrs} == set(spec.attributes)
         for attr in schema.attrs:
@@ -82,7 +64,7 @@ def assert_values(got: np.ndarray, expected: list) -> None:
 
 
 # ---- Max / Min ---------------------------------------------------------------------------------------
-VARIADIC_CASES = [(op, v, dt) for op in VARIADIC for v in versions(op) for dt in allowed_types(op, v)]
+VARIADIC_CASES = [(op, v, dt) for op in VARIADIC for v in onnx_versions(op) for dt in allowed_types(op, v)]
 
 
 @pytest.mark.parametrize("op, version, dt", VARIADIC_CASES, ids=[f"{o}-{v}-{d}" for o, v, d in VARIADIC_CASES])
@@ -151,7 +133,7 @@ def _expected_clip(x: np.ndarray, low, high, dt) -> list:
     return out
 
 
-CLIP_CASES = [(v, dt) for v in versions("Clip") for dt in allowed_types("Clip", v)]
+CLIP_CASES = [(v, dt) for v in onnx_versions("Clip") for dt in allowed_types("Clip", v)]
 
 
 @pytest.mark.parametrize("version, dt", CLIP_CASES, ids=[f"{v}-{d}" for v, d in CLIP_CASES])

@@ -16,6 +16,8 @@ import dsl
 from dsl import dtypes
 from dsl.eager import call as eager_call
 
+from dsl_test_helpers import as_tensor, pack_codes
+
 LATEST = dsl.LATEST_OPSET
 VERSIONS = [10, 13, 19, 21, 23, 24, 25, 28]
 INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
@@ -40,22 +42,6 @@ def onnx_run(op: str, x, scale, zero_point=None, opset: int = LATEST, **attrs) -
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return ReferenceEvaluator(model).run(None, feeds)[0]
-
-
-def pack_codes(array: np.ndarray, bits: int) -> np.ndarray:
-    """TYPES.md raw layout, written independently of dsl: first element in the lowest bits."""
-    per_byte = 8 // bits
-    codes = np.ascontiguousarray(array).reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
-    padded = np.zeros(-(-codes.size // per_byte) * per_byte, np.uint8)
-    padded[:codes.size] = codes
-    return sum((padded[k::per_byte] << np.uint8(k * bits)) for k in range(per_byte)).astype(np.uint8)
-
-
-def as_tensor(array: np.ndarray) -> dsl.Tensor:
-    dt = dtypes.of_array(array)
-    if dt.packed:
-        return dsl.Tensor.from_packed(pack_codes(array, dt.bits), dt, array.shape)
-    return dsl.Tensor.from_numpy(array)
 
 
 def every_value(name: str, shape=None) -> np.ndarray:

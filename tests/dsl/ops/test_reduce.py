@@ -12,33 +12,14 @@ import dsl
 from dsl import dtypes
 from dsl.ops import registry
 
-LATEST = registry.LATEST_OPSET
+from dsl_test_helpers import allowed_types, onnx_versions, schemas_with_onnx
+
 REDUCE = {"ReduceSum": dsl.reduce_sum, "ReduceMax": dsl.reduce_max, "ReduceMean": dsl.reduce_mean}
-
-
-def versions(op: str) -> list[int]:
-    found = []
-    for version in range(1, LATEST + 1):
-        try:
-            if onnx.defs.get_schema(op, version).since_version == version:
-                found.append(version)
-        except onnx.defs.SchemaError:
-            pass
-    return found
-
-
-def allowed_types(op: str, version: int) -> list:
-    spec = onnx.defs.get_schema(op, version)
-    names = next(c.allowed_type_strs for c in spec.type_constraints if c.type_param_str == "T")
-    return sorted((dtypes.dtype(n[len("tensor("):-1]) for n in names), key=lambda t: t.onnx_name)
 
 
 @pytest.mark.parametrize("op", [*REDUCE, "Softmax"])
 def test_schemas_match_onnx(op):
-    opdef = registry.get(op)
-    assert [s.version for s in opdef.schemas] == versions(op)
-    for schema in opdef.schemas:
-        spec = onnx.defs.get_schema(op, schema.version)
+    for schema, spec in schemas_with_onnx(op):
         assert {t.onnx_name for t in schema.types} == {t.onnx_name for t in allowed_types(op, schema.version)}
         assert [(i.name, i.optional) for i in schema.inputs] == \
             [(i.name, i.option == onnx.defs.OpSchema.FormalParameterOption.Optional) for i in spec.inputs]
@@ -126,7 +107,7 @@ def assert_close(got: np.ndarray, want: np.ndarray, ulps: int) -> None:
 
 
 # ---- reductions, eager ---------------------------------------------------------------------------------
-REDUCE_CASES = [(op, v, dt) for op in REDUCE for v in versions(op) for dt in allowed_types(op, v)]
+REDUCE_CASES = [(op, v, dt) for op in REDUCE for v in onnx_versions(op) for dt in allowed_types(op, v)]
 # (input shape, axes, keepdims, normalized axes)
 AXES_CASES = [((2, 3, 4), [1], True, (1,)), ((2, 3, 4), [-1, 0], False, (0, 2)), ((2, 3, 4), None, True, (0, 1, 2)),
               ((2, 3, 4), None, False, (0, 1, 2)), ((2, 3, 4), [], False, (0, 1, 2)), ((), None, False, ()),
@@ -145,7 +126,7 @@ def test_reduction_eager_every_version_and_type(op, version, dt):
 @pytest.mark.parametrize("op", list(REDUCE))
 def test_noop_with_empty_axes_is_the_identity_from_the_axes_input_versions(op):
     x = sample(dtypes.dtype("float"), (2, 3), 1)
-    first_input_version = next(v for v in versions(op) if len(registry.get(op).schema(v).inputs) == 2)
+    first_input_version = next(v for v in onnx_versions(op) if len(registry.get(op).schema(v).inputs) == 2)
     for axes in (None, [], np.zeros(0, np.int64)):
         out = REDUCE[op](x, axes, keepdims=False, noop_with_empty_axes=True, opset=first_input_version)
         np.testing.assert_array_equal(out, x)
@@ -218,7 +199,7 @@ def _softmax_formula(x: np.ndarray, axis: int, coerce: bool) -> np.ndarray:
     return np.transpose(result, np.argsort(kept + list(axes)))
 
 
-SOFTMAX_CASES = [(v, dt) for v in versions("Softmax") for dt in allowed_types("Softmax", v)]
+SOFTMAX_CASES = [(v, dt) for v in onnx_versions("Softmax") for dt in allowed_types("Softmax", v)]
 
 
 @pytest.mark.parametrize("version, dt", SOFTMAX_CASES, ids=[f"{v}-{d}" for v, d in SOFTMAX_CASES])

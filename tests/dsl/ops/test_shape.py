@@ -6,7 +6,6 @@ import random
 import re
 from math import prod
 
-import ml_dtypes
 import numpy as np
 import onnx.defs
 import pytest
@@ -18,54 +17,10 @@ from dsl import dtypes
 from dsl.ir import Graph, Node, TensorType, Value
 from dsl.ops import registry
 
+from dsl_test_helpers import as_tensor, assert_same, factorizations, make_array, registry_versions, snapshot
+
 LATEST = registry.LATEST_OPSET
 SHAPE_OPS = ["Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose", "Expand", "Shape"]
-FLOAT4_VALUES = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6]
-
-
-# ---- arrays of every element type ---------------------------------------------------------
-def make_array(dt, shape, seed=0) -> np.ndarray:
-    """Values of ``dt`` (random bit patterns for byte-or-wider numbers, NaNs included)."""
-    rng = np.random.default_rng(seed)
-    count = prod(shape)
-    if dt.kind == "string":
-        flat = np.array([f"s{i}\u00e9" for i in range(count)], dtype=object)
-    elif dt.kind == "bool":
-        flat = rng.integers(0, 2, count).astype(np.bool_)
-    elif dt.bits < 8 and dt.kind == "float":
-        flat = rng.choice(FLOAT4_VALUES, count).astype(dt.np_dtype)
-    elif dt.bits < 8:
-        info = ml_dtypes.iinfo(dt.np_dtype)
-        flat = rng.integers(int(info.min), int(info.max) + 1, count).astype(dt.np_dtype)
-    else:
-        flat = rng.integers(0, 256, count * dt.np_dtype.itemsize, dtype=np.uint8).view(dt.np_dtype)
-    return flat.reshape(shape)
-
-
-def pack_codes(array: np.ndarray, bits: int) -> np.ndarray:
-    """TYPES.md raw layout, written independently of dsl: first element in the lowest bits."""
-    per_byte = 8 // bits
-    codes = array.reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
-    padded = np.zeros(-(-codes.size // per_byte) * per_byte, np.uint8)
-    padded[:codes.size] = codes
-    return sum((padded[k::per_byte] << np.uint8(k * bits)) for k in range(per_byte)).astype(np.uint8)
-
-
-def as_tensor(array: np.ndarray) -> dsl.Tensor:
-    dt = dtypes.of_array(array)
-    if dt.packed:
-        return dsl.Tensor.from_packed(pack_codes(array, dt.bits), dt, array.shape)
-    return dsl.Tensor.from_numpy(array)
-
-
-def snapshot(array: np.ndarray):
-    return (array.shape, array.tolist() if array.dtype.kind == "O" else array.tobytes())
-
-
-def assert_same(actual, expected: np.ndarray) -> None:
-    assert isinstance(actual, np.ndarray), type(actual)
-    assert (actual.dtype, actual.shape) == (expected.dtype, expected.shape)
-    assert snapshot(actual) == snapshot(expected)
 
 
 def agrees_with_oracle(oracle, expected) -> None:
@@ -78,10 +33,6 @@ def agrees_with_oracle(oracle, expected) -> None:
 
 def op_function(op: str):
     return getattr(dsl, op.lower())
-
-
-def versions(op: str) -> list[int]:
-    return [schema.version for schema in registry.get(op).schemas]
 
 
 def onnx_types(op: str, version: int) -> set[str]:
@@ -118,7 +69,7 @@ UNSQUEEZE_TYPES = {  # the TYPES.md table
 
 
 def test_unsqueeze_type_table_is_types_md():
-    assert versions("Unsqueeze") == sorted(UNSQUEEZE_TYPES)
+    assert registry_versions("Unsqueeze") == sorted(UNSQUEEZE_TYPES)
     for version, names in UNSQUEEZE_TYPES.items():
         assert onnx_types("Unsqueeze", version) == names  # the table itself agrees with onnx
         assert {t.onnx_name for t in registry.get("Unsqueeze").schema(version).types} == names
@@ -149,7 +100,7 @@ EXAMPLES = {  # op -> (input shape, arguments, numpy oracle); axes deliberately 
     "Expand": ((3, 1), {"shape": [2, 1, 4]}, lambda a: np.broadcast_to(a, (2, 3, 4))),
     "Shape": ((2, 3, 4), {}, lambda a: np.array([2, 3, 4], np.int64)),
 }
-TYPE_CASES = [(op, version, dt) for op in SHAPE_OPS for version in versions(op) for dt in dtypes.ALL]
+TYPE_CASES = [(op, version, dt) for op in SHAPE_OPS for version in registry_versions(op) for dt in dtypes.ALL]
 TYPE_PARAMS = [pytest.param(op, version, dt, packed, id=f"{op}-{version}-{dt.onnx_name}-"
                             f"{'tensor' if packed else 'numpy'}")
                for op, version, dt in TYPE_CASES for packed in (False, True)]
@@ -316,7 +267,7 @@ def test_squeeze_random_differential():
         assert snapshot(data) == before
 
 
-@pytest.mark.parametrize("opset", versions("Squeeze"))
+@pytest.mark.parametrize("opset", registry_versions("Squeeze"))
 def test_squeeze_explicit_empty_axes_removes_nothing(opset):
     # Spec: "If `axes` is not provided, all the single dimensions will be removed": [] IS provided
     # (onnxruntime, and onnx's reference at version 11, squeeze everything instead).
@@ -437,14 +388,7 @@ def strided_arrays(draw):
     perm = draw(st.permutations(range(len(shape))))
     steps = tuple(slice(None, None, draw(st.sampled_from([1, 1, 2, -1]))) for _ in shape)
     array = base.transpose(perm)[steps]
-    factors, total = [], array.size
-    while total > 1:
-        factor = draw(st.sampled_from([f for f in range(2, total + 1) if total % f == 0]))
-        factors.append(factor)
-        total //= factor
-    for _ in range(draw(st.integers(0, 2))):
-        factors.insert(draw(st.integers(0, len(factors))), 1)
-    return array, perm, draw(st.permutations(factors))
+    return array, perm, draw(st.permutations(draw(factorizations(array.size))))
 
 
 @settings(max_examples=200, deadline=None)
@@ -475,7 +419,7 @@ def test_packed_reshape_after_transpose_is_a_view_exactly_when_numpy_is(case):
 
 
 # ---- Flatten ------------------------------------------------------------------------------
-@pytest.mark.parametrize("opset", versions("Flatten"))
+@pytest.mark.parametrize("opset", registry_versions("Flatten"))
 def test_flatten_every_axis_and_rank(opset):
     # versions 1, 9: axis in [0, R]; 11+: [-r, r]
     for rank in range(5):
@@ -501,7 +445,7 @@ def test_flatten_default_axis_is_1_and_rank0_needs_axis_0():
 
 
 # ---- Transpose ----------------------------------------------------------------------------
-@pytest.mark.parametrize("opset", versions("Transpose"))
+@pytest.mark.parametrize("opset", registry_versions("Transpose"))
 def test_transpose_every_permutation_and_bad_perm(opset):
     for rank in range(5):
         data = make_array(dtypes.dtype("complex64"), (2, 3, 1, 4)[:rank])
