@@ -81,9 +81,25 @@ def bench_mask(rows):
     except ImportError:
         pass
     nbytes = scores.nbytes * 2 + mask.nbytes
+    _peak_memory_row(rows, mask, scores)
     for name, t in peers:
         rows.append(("mask pipeline B4 H16 S512", name, f"{t * 1e3:.2f}", f"{t_dsl * 1e3:.2f}",
                      f"{t / t_dsl:.2f}x", f"{nbytes / t_dsl / 1e9:.1f}"))
+
+
+def _peak_memory_row(rows, mask, scores):
+    """Bytes allocated during one call while the previous result is still alive (so no pooled
+    buffer can be reused): only the output should be new."""
+    import tracemalloc
+    keep = mask_pipeline(mask, scores)
+    tracemalloc.start()
+    result = mask_pipeline(mask, scores)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    out_mb, peak_mb = result.nbytes / 2**20, peak / 2**20
+    rows.append(("mask pipeline: peak new memory per call", "output size", f"{out_mb:.1f} MiB",
+                 f"{peak_mb:.1f} MiB", f"{peak_mb / out_mb:.3f} of output", "-"))
+    del keep
 
 
 @dsl.jit
