@@ -18,6 +18,9 @@ class BufferPool:
 
     MIN_BYTES = 1 << 20
     PER_SIZE = 4
+    # The reuse test counts references; that is sound on CPython up to 3.13 (tested). Later
+    # interpreters may borrow references on the stack, so pooling is off there.
+    ENABLED = sys.implementation.name == "cpython" and sys.version_info < (3, 14)
 
     def __init__(self):
         self._free: dict = {}
@@ -25,7 +28,7 @@ class BufferPool:
 
     def empty(self, count: int, dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
-        if count * dtype.itemsize < self.MIN_BYTES:
+        if count * dtype.itemsize < self.MIN_BYTES or not self.ENABLED:
             return np.empty(count, dtype)
         with self._lock:
             held = self._free.setdefault((count, dtype.str), [])

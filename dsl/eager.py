@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError
+from .errors import DslError, DTypeError, InputError
 from .ops import registry
 from .tensor import Tensor
 from .trace import Tracer, current_builder
@@ -198,6 +198,15 @@ def identity(data, *, opset: int | None = None):
     return call("Identity", data, opset)
 
 
+def _dtype_code(value, op: str) -> int:
+    """The ONNX code of an element-type argument; DTypeError naming ``op`` otherwise."""
+    from . import dtypes as _dtypes
+    try:
+        return _dtypes.dtype(value).onnx_code
+    except DslError:
+        raise DTypeError(f"{op}: output_dtype {value!r} is not an ONNX element type") from None
+
+
 def cast(x, to, *, saturate: bool = True, round_mode: str = "up", opset: int | None = None):
     """ONNX Cast: convert elements to ``to`` (a DType, ONNX name, numpy dtype or ONNX code).
 
@@ -208,9 +217,8 @@ def cast(x, to, *, saturate: bool = True, round_mode: str = "up", opset: int | N
         >>> cast(np.array([500.0], np.float32), "float8e4m3fn").astype(np.float32)
         array([448.], dtype=float32)
     """
-    from . import dtypes as _dtypes
-    target = to if isinstance(to, Tracer) else _dtypes.dtype(to)
-    return call("Cast", x, opset, to=target, saturate=None if saturate is True or saturate == 1 else
+    # `to` goes to the Cast rule as given: it resolves the type and names the op on error
+    return call("Cast", x, opset, to=to, saturate=None if saturate is True or saturate == 1 else
                 int(bool(saturate)), round_mode=None if round_mode == "up" else round_mode)
 
 
@@ -222,8 +230,7 @@ def dequantize_linear(x, scale, zero_point=None, *, axis: int = 1, block_size: i
         >>> dequantize_linear(np.array([1, 2], np.int8), np.float32(0.5)).tolist()
         [0.5, 1.0]
     """
-    from . import dtypes as _dtypes
-    out = None if output_dtype is None else _dtypes.dtype(output_dtype).onnx_code
+    out = None if output_dtype is None else _dtype_code(output_dtype, "DequantizeLinear")
     return call("DequantizeLinear", x, opset, x_scale=scale, x_zero_point=zero_point,
                 axis=_unless(axis, 1), block_size=_unless(block_size, 0), output_dtype=out)
 
@@ -236,8 +243,7 @@ def quantize_linear(x, scale, zero_point=None, *, axis: int = 1, block_size: int
         >>> quantize_linear(np.array([1.0, 300.0], np.float32), np.float32(1.0)).tolist()
         [1, 255]
     """
-    from . import dtypes as _dtypes
-    out = None if output_dtype is None else _dtypes.dtype(output_dtype).onnx_code
+    out = None if output_dtype is None else _dtype_code(output_dtype, "QuantizeLinear")
     return call("QuantizeLinear", x, opset, y_scale=scale, y_zero_point=zero_point,
                 axis=_unless(axis, 1), block_size=_unless(block_size, 0),
                 saturate=None if saturate is True or saturate == 1 else int(bool(saturate)),
