@@ -78,12 +78,14 @@ def _assert_same(got, want, rtol: float, atol: float, where: str) -> None:
         np.testing.assert_array_equal(got, want, err_msg=where)
 
 
+@pytest.mark.parametrize("engine", ["jit", "numpy"])
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
-def test_node(case):
+def test_node(case, engine):
+    """Each case on the fused JIT (the default engine) and on the eager numpy reference."""
     prog = dsl.from_onnx(case.model)
     assert case.data_sets, f"{case.name}: no data sets"
     for inputs, outputs in case.data_sets:
-        got = prog.run(dict(zip(prog.input_names, [_as_value(x) for x in inputs])))
+        got = prog.run(dict(zip(prog.input_names, [_as_value(x) for x in inputs])), engine=engine)
         assert len(got) == len(outputs)
         for name, g, w in zip(prog.output_names, got, outputs):
             _assert_same(g, _as_value(w), case.rtol, case.atol, f"{case.name} output {name!r}")
