@@ -1,6 +1,7 @@
 """The IR: value types, values, nodes, graphs; a verifier and a readable printer. Op-agnostic."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -32,6 +33,9 @@ class TensorType:
                 raise ShapeError(f"TensorType: shape {shape!r} must be a sequence of dims (int, "
                                  f"symbol name or None) or None for an unknown rank")
             shape = tuple(_check_dim(d) for d in shape)
+            if all(isinstance(d, int) for d in shape) and math.prod(shape) > 2 ** 63 - 1:
+                raise ShapeError(f"TensorType: shape {list(shape)} has {math.prod(shape)} elements, more than "
+                                 f"int64 can count (2**63 - 1)")
         object.__setattr__(self, "shape", shape)
 
     @property

@@ -163,7 +163,7 @@ def _reshape_target(call: Call, in_shape: tuple, spec: list[int], allowzero: boo
     if all(isinstance(d, int) for d in list(in_shape) + out) and prod(in_shape) != prod(out):
         call.fail(f"cannot reshape {list(in_shape)} ({prod(in_shape)} elements) to {spec} "
                   f"({prod(out)} elements)")
-    return tuple(out)
+    return check_numel(call, tuple(out))
 
 
 def _reshape_rule(call: Call) -> list:
@@ -265,6 +265,15 @@ register(OpDef(
     doc="Permute dims (default: reverse them)."))
 
 
+def check_numel(call: Call, shape: tuple, what: str = "output shape") -> tuple:
+    """Reject a static shape whose element count does not fit in int64 (numpy, views and kernels
+    index with int64; such a tensor cannot exist)."""
+    if all(isinstance(d, int) for d in shape) and prod(shape) > 2 ** 63 - 1:
+        call.fail(f"{what} {list(shape)} has {prod(shape)} elements, more than int64 can count "
+                  f"(2**63 - 1)")
+    return shape
+
+
 # ---- Expand -------------------------------------------------------------------------------
 # Spec: "Dimensions are right alignment; Two corresponding dimensions must have the same value,
 # or one of them is equal to 1." So 0 only pairs with 0 or 1 (input (1,) to [0] gives (0,),
@@ -286,7 +295,7 @@ def broadcast_dims(call: Call, left: tuple, right: tuple) -> tuple:
             call.fail(f"shapes {list(left)} and {list(right)} are not broadcastable: dim {a} vs {b}")
         else:
             out.append(a if isinstance(a, int) else b if isinstance(b, int) else None)
-    return tuple(out)
+    return check_numel(call, tuple(out), "broadcast shape")
 
 
 def _expand_rule(call: Call) -> list:
