@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -537,7 +538,11 @@ def oracle(x, steps):
     return np.asarray(y), atol
 
 
-@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+# CI runs a fixed set of 40 programs; DSL_FUZZ_EXAMPLES=2000 pytest -k random_programs fuzzes for real.
+FUZZ_EXAMPLES = int(os.environ.get("DSL_FUZZ_EXAMPLES", "40"))
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=FUZZ_EXAMPLES == 40, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_programs_match_plain_numpy(data):

@@ -247,3 +247,18 @@ def test_a_new_process_reuses_the_disk_cache_and_survives_damaged_files(tmp_path
     third = run_fresh_process(kernels, numba_dir)
     assert third["ok"] and third["numba"] == [[0, 1]] and generated.read_text() == source
     assert run_fresh_process(kernels, numba_dir)["numba"] == [[1, 0]]  # and the cache works again
+
+
+def test_two_processes_writing_the_same_cache_entry_both_succeed(tmp_path):
+    """Both start cold on one empty cache directory at the same moment: the generated module is
+    written atomically and numba's cache tolerates the race; the entry works afterwards."""
+    kernels, numba_dir = tmp_path / "kernels", tmp_path / "numba"
+    env = dict(os.environ, DSL_CACHE_DIR=str(kernels), NUMBA_CACHE_DIR=str(numba_dir))
+    runs = [subprocess.Popen([sys.executable, "-c", SCRIPT], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1])["ok"]
+    assert len(list(kernels.glob("k_*.py"))) == 1
+    assert run_fresh_process(kernels, numba_dir)["ok"]
