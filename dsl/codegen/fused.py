@@ -22,6 +22,7 @@ import numba
 import numpy as np
 from kernels import bits as _bits
 from kernels import floats as _floats
+from kernels import packed as _packed
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

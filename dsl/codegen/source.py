@@ -51,14 +51,16 @@ def _trunc_uint64(x):
 """
 
 
-def _header(group: Group, rank: int, outputs: int, fastmath: str = "False") -> list[str]:
+def _header(group: Group, rank: int, outputs: int, leaf_kinds, fastmath: str = "False") -> list[str]:
     """Module text up to and including the kernel's setup lines."""
     count = len(group.leaves)
     params = ["start", "stop", "shape"]
     for i in range(count):
         params += [f"b{i}", f"o{i}", f"s{i}"]
     params += [f"out{j}" for j in range(outputs)]
-    lines = [PREAMBLE, _TRUNC, *_helpers(group), "",
+    packed_tables = sorted({scalar.packed_table_source(leaf.dtype)
+                            for leaf, (packed, _) in zip(group.leaves, leaf_kinds) if packed})
+    lines = [PREAMBLE, _TRUNC, *_helpers(group), *packed_tables, "",
              f"@numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={fastmath})",
              f"def kernel({', '.join(params)}):"]
     # Index arithmetic is unsigned: numba then skips negative-index wraparound, which lets LLVM
@@ -103,7 +105,7 @@ def _split_hoisted(group: Group, loads: dict, leaf_kinds) -> tuple[list[str], li
 
 def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]]) -> str:
     """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)."""
-    body = _header(group, rank, len(group.sinks))
+    body = _header(group, rank, len(group.sinks), leaf_kinds)
     hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
     for k in range(rank):
         ind = "    " * (k + 1)
@@ -136,7 +138,7 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
     """
     # Row loops may reassociate sums and ignore the sign of zero ('reassoc', 'nsz'): that is
     # what lets LLVM vectorize reductions (numpy's pairwise sums reorder too); measured 2.4x.
-    body = _header(group, rank, 1, fastmath="{'reassoc', 'nsz'}")
+    body = _header(group, rank, 1, leaf_kinds, fastmath="{'reassoc', 'nsz'}")
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
     acc_domain = "float64" if is_float or kind in ("softmax", "logsoftmax") else \

@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 
 import dsl
+import kernels.floats
+import kernels.packed
 from dsl.codegen import compile as codegen_compile
 from dsl.codegen import scalar
 from dsl.codegen.fused import _literal
@@ -42,14 +44,12 @@ def test_packed_load_expressions_follow_the_onnx_raw_layout(name):
     dt = dsl.dtype(name)
     raw = np.random.default_rng(3).integers(0, 256, 5, dtype=np.uint8)
     count = 5 * dt.per_byte - 1
-    codes = dsl.Tensor.from_packed(raw, name, (count,)).numpy().view(np.uint8)
-    table = np.arange(256)  # for table floats the load indexes a decode table with the code
-    expression = scalar.load(dt, True, "b0", "i", "table")
-    loaded = [eval(expression, {"np": np, "b0": raw, "table": table, "i": i}) for i in range(count)]  # noqa: S307
-    if dt.kind == "float":
-        np.testing.assert_array_equal(loaded, codes)
-    else:
-        np.testing.assert_array_equal(loaded, dsl.Tensor.from_packed(raw, name, (count,)).numpy().astype(np.int64))
+    namespace = {"np": np, "_packed": kernels.packed, "_floats": kernels.floats, "b0": raw}
+    exec(scalar.packed_table_source(dt), namespace)  # noqa: S102 - the module-level _P_<type> table
+    expression = scalar.load(dt, True, "b0", "i", "unused")
+    loaded = [eval(expression, {**namespace, "i": np.uint64(i)}) for i in range(count)]  # noqa: S307
+    want = dsl.Tensor.from_packed(raw, name, (count,)).numpy()
+    np.testing.assert_array_equal(np.asarray(loaded, np.float64), want.astype(np.float64))
 
 
 @pytest.mark.parametrize("value, dt, text", [
@@ -92,8 +92,9 @@ def test_packed_leaves_load_codes_from_bytes():
     weights = dsl.Tensor.from_numpy(np.zeros((2, 3), ml_dtypes.int4))
     runner = group_of(lambda w: dsl.cast(w, dsl.float32), weights)
     source = runner.source_for_contiguous()
-    # the byte holding element i0, then a top-aligned int8 arithmetic shift for the sign
-    assert "b0[(p0_m1 + i0) >> np.uint64(1)]" in source and ">> np.int8(4)" in source
+    # the byte holding element i0, then one lookup at (byte << 1) | (position in the byte)
+    assert "b0[(p0_m1 + i0) >> np.uint64(1)]" in source and "_P_int4[" in source
+    assert "_P_int4 = _packed.code_table(4, signed=True)" in source
 
 
 def test_row_kernels_reassociate_sums_and_round_once():
