@@ -139,22 +139,20 @@ def pack_ints(values, bits, out):
 
 
 @numba.njit(cache=True, nogil=True)
+def truncate_to_int64(values):
+    """The float -> int rule of dsl/convert.py float_to_int: truncate toward zero; NaN, +-Inf and
+    |x| >= 2**63 give 0."""
+    out = np.empty(values.shape[0], np.int64)
+    for i in range(values.shape[0]):
+        x = values[i]
+        out[i] = np.int64(x) if np.isfinite(x) and abs(x) < 9.223372036854775808e18 else np.int64(0)
+    return out
+
+
 def pack_floats(values, bits, out):
-    """Pack float ``values`` as ``bits``-bit integers with ONNX Cast semantics: truncate toward
-    zero, NaN and +-Inf give 0, then wrap (two's complement)."""
-    per_byte = 8 // bits
-    mask = (1 << bits) - 1
-    count = values.shape[0]
-    for byte_index in range(out.shape[0]):
-        value = 0
-        first = byte_index * per_byte
-        for k in range(per_byte):
-            element = first + k
-            if element < count:
-                x = values[element]
-                whole = np.int64(x) if np.isfinite(x) and abs(x) < 9.2e18 else np.int64(0)
-                value |= (whole & mask) << (k * bits)
-        out[byte_index] = value
+    """Pack float ``values`` as ``bits``-bit integers with ONNX Cast semantics (truncate toward
+    zero, NaN and +-Inf give 0, then wrap)."""
+    pack_ints(truncate_to_int64(values), bits, out)
 
 
 pack_bits = pack_ints  # codes are integers too: packing them is the same wrap-and-shift
