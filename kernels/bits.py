@@ -89,6 +89,29 @@ def f64_to_f32_odd(value):
     return f32_from_bits(word - np.uint32(1) if toward_zero else word + np.uint32(1))
 
 
+# Reduction steps with fast-math flags on THAT instruction only. A kernel compiled with
+# fastmath lets LLVM reassociate its element expressions too (it rewrote s + (1 - m) * -1e4 into
+# (s - 1e4) + 1e4 * m, losing s's low bits); these helpers are not numba-inlined, so after LLVM
+# inlines them the flags stay on the accumulating add / max alone, which is all the loop
+# vectorizer needs. NaN is tracked by the caller, so max_step may assume no NaN.
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
+def add_step(acc, value):
+    """acc + value, reassociable (a vectorizable sum)."""
+    return acc + value
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"nnan", "nsz"})
+def max_step(acc, value):
+    """max(acc, value) for a vectorizable reduction; the caller handles NaN."""
+    return value if value > acc else acc
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"nnan", "nsz"})
+def min_step(acc, value):
+    """min(acc, value) for a vectorizable reduction; the caller handles NaN."""
+    return value if value < acc else acc
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def exp_for_f32(x):
     """exp(x) as a float64 accurate to 1e-11 relative: ample for a result rounded to float32

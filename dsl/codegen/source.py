@@ -51,7 +51,7 @@ def _trunc_uint64(x):
 """
 
 
-def _header(group: Group, rank: int, outputs: int, leaf_kinds, fastmath: str = "False") -> list[str]:
+def _header(group: Group, rank: int, outputs: int, leaf_kinds) -> list[str]:
     """Module text up to and including the kernel's setup lines."""
     count = len(group.leaves)
     params = ["start", "stop", "shape"]
@@ -61,7 +61,7 @@ def _header(group: Group, rank: int, outputs: int, leaf_kinds, fastmath: str = "
     packed_tables = sorted({scalar.packed_table_source(leaf.dtype)
                             for leaf, (packed, _) in zip(group.leaves, leaf_kinds) if packed})
     lines = [PREAMBLE, _TRUNC, *_helpers(group), *packed_tables, "",
-             f"@numba.njit(cache=True, nogil=True, error_model='numpy', fastmath={fastmath})",
+             f"@numba.njit(cache=True, nogil=True, error_model='numpy')",
              f"def kernel({', '.join(params)}):"]
     # Index arithmetic is unsigned: numba then skips negative-index wraparound, which lets LLVM
     # vectorize the inner loop (measured 1.6x). Negative strides wrap mod 2**64 and every
@@ -126,8 +126,8 @@ def _accumulate(kind: str, acc: str, value: str) -> str:
     """One accumulation step; max/min track NaN in ``nan`` (applied after the row) so the
     loop stays branch-free and vectorizes."""
     if kind in ("sum", "mean"):
-        return f"{acc} += {value}"
-    return f"{acc} = {kind}({acc}, {value}); nan |= {value} != {value}"
+        return f"{acc} = _bits.add_step({acc}, {value})"
+    return f"{acc} = _bits.{kind}_step({acc}, {value}); nan |= {value} != {value}"
 
 
 def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str:
@@ -136,9 +136,10 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
     Rows are dims 0..rank-2 (coalesced); the last dim is walked once per pass. Sums and
     softmax denominators accumulate in float64 (int64 for integers), then round once.
     """
-    # Row loops may reassociate sums and ignore the sign of zero ('reassoc', 'nsz'): that is
-    # what lets LLVM vectorize reductions (numpy's pairwise sums reorder too); measured 2.4x.
-    body = _header(group, rank, 1, leaf_kinds, fastmath="{'reassoc', 'nsz'}")
+    # Only the accumulation steps may reassociate (kernels/bits.py add_step/max_step): that
+    # lets LLVM vectorize reductions (numpy's pairwise sums reorder too) while the element
+    # expressions keep exact IEEE semantics.
+    body = _header(group, rank, 1, leaf_kinds)
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
     acc_domain = "float64" if is_float or kind in ("softmax", "logsoftmax") else \
@@ -188,7 +189,7 @@ def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_
     lines += row_pass([f"v = np.float64({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v")])
     lines += [f"{ind}if nan:", f"{ind}    acc = np.nan", f"{ind}total = 0.0",
               f"{ind}for i{last} in range(rowlen):", f"{inner}e = {exp}(tmp[i{last}] - acc)",
-              f"{inner}total += e"]
+              f"{inner}total = _bits.add_step(total, e)"]
     if kind == "softmax":
         lines += [f"{inner}tmp[i{last}] = e", f"{ind}scale = 1.0 / total"]
         result = f"tmp[i{last}] * scale"

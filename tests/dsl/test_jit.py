@@ -285,6 +285,23 @@ def test_last_axis_reductions_and_softmax_fuse_with_producers(layout):
         assert "Exp" in line and "Add" in line and line.split("]")[0].endswith(op), line
 
 
+@pytest.mark.parametrize("kind", ["softmax", "sum", "max"])
+def test_row_producers_keep_ieee_semantics(kind):
+    """Regression: the row kernels were compiled with fastmath 'reassoc', and LLVM rewrote the
+    producer s + (1 - m) * -1e4 as (s - 1e4) + 1e4 * m, so unmasked scores lost their low bits
+    (softmax off by 1e-4). Only the accumulation step may reassociate."""
+    reduce = {"softmax": lambda y: dsl.softmax(y, axis=-1), "sum": lambda y: dsl.reduce_sum(y, [-1]),
+              "max": lambda y: dsl.reduce_max(y, [-1])}[kind]
+    f = dsl.jit(lambda mask, scores: reduce(scores + (1.0 - dsl.cast(mask, dsl.float32)) * -1e4))
+    mask = RNG.random((6, 64)) > 0.3
+    scores = RNG.standard_normal((6, 64)).astype(np.float32)
+    produced = scores + (1 - mask.astype(np.float32)) * np.float32(-1e4)
+    np.testing.assert_array_equal(dsl.jit(lambda y: y * 1.0)(produced), produced)
+    want = dsl.jit(reduce)(produced)  # the same row kernel, the producer computed outside it
+    np.testing.assert_array_equal(f(mask, scores), want)
+    assert dsl.compare(f, mask, scores).ok
+
+
 def test_reductions_over_empty_rows_and_no_rows():
     for shape in [(2, 3, 0), (0, 3, 4)]:
         x, bias = np.zeros(shape, np.float32), np.zeros(shape[-1:], np.float32)
