@@ -28,6 +28,13 @@ del _t
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    if name == "dask":  # optional extra, imported on first use: dsl.dask.apply(...)
+        import importlib
+        return importlib.import_module("dsl.dask")
+    raise AttributeError(f"module 'dsl' has no attribute {name!r}")
+
 __all__ = [
     "DType", "dtype", "Tensor", "TensorType", "SequenceType", "OptionalType", "Graph", "Node", "Value",
     "Program", "from_onnx", "LATEST_OPSET",

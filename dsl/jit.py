@@ -133,7 +133,15 @@ class JitFunction:
 
     def __call__(self, *args):
         args = native_args(args)
-        executable = self._executable(args)
+        try:
+            executable = self._executable(args)
+        except InputError:
+            if not any(type(a).__module__.startswith(("dask.", "dsl.dask")) for a in args):
+                raise
+            executable = None
+        if executable is None:  # dask arrays in: a lazy blockwise program out
+            from . import dask as dsl_dask
+            return dsl_dask.apply(self, *args)
         outputs = executable.run(dict(zip(executable.input_names, args)))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 

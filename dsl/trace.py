@@ -167,11 +167,11 @@ def trace_into(builder: Builder, fn, arg_types: list) -> Graph:
                            f"tensors computed from its inputs")
         if out.builder is not builder:
             raise DslError(f"jit: output {index} of {name} belongs to another traced function")
-    builder.graph.outputs = _distinct_outputs(builder, outputs)
+    builder.graph.outputs = distinct_outputs(builder, outputs)
     return builder.graph
 
 
-def _distinct_outputs(builder: Builder, outputs: list) -> list:
+def distinct_outputs(builder: Builder, outputs: list) -> list:
     """Graph outputs must be distinct node outputs: route inputs and repeats through Identity."""
     seen, result = set(), []
     produced = {v.name for n in builder.graph.nodes for v in n.outputs}
