@@ -182,6 +182,7 @@ class KernelRunner:
         rows = int(shape[0])
         if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1:
             bounds = np.linspace(0, rows, min(_THREADS, rows) + 1).astype(np.int64)
+            bounds[1:-1] &= ~1  # even: a rank-1 packed kernel then starts every span on a byte
             futures = [_pool().submit(kernel, int(a), int(b), shape, *args, *outs)
                        for a, b in zip(bounds[:-1], bounds[1:])]
             for future in futures:

@@ -106,17 +106,72 @@ def _split_hoisted(group: Group, loads: dict, leaf_kinds) -> tuple[list[str], li
 def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]]) -> str:
     """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)."""
     body = _header(group, rank, len(group.sinks), leaf_kinds)
-    hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
-    for k in range(rank):
+    loads = _loads(group, rank, leaf_kinds)
+    hoisted, lines = _split_hoisted(group, loads, leaf_kinds)
+    pairs = _byte_pair_leaves(group, leaf_kinds)
+    for k in range(rank - (1 if pairs else 0)):
         ind = "    " * (k + 1)
         if k == rank - 1:
             body += [ind + line for line in hoisted]
         body += _loop(k, len(group.leaves), rank, ind)
+    if pairs:
+        ind = "    " * rank
+        body += [ind + line for line in hoisted]
+        body += [ind + line for line in _pair_loop(group, rank, leaf_kinds, pairs, loads, lines)]
+        return "\n".join(body) + "\n"
     ind = "    " * (rank + 1)
     body += [ind + line for line in lines]
-    for j, (sink, var) in enumerate(zip(group.sinks, group.out_vars)):
-        body.append(f"{ind}out{j}[q{rank - 1}] = {scalar.store(sink.type.dtype, var)}")
+    body += [ind + line for line in _stores(group, rank)]
     return "\n".join(body) + "\n"
+
+
+def _stores(group: Group, rank: int) -> list[str]:
+    return [f"out{j}[q{rank - 1}] = {scalar.store(sink.type.dtype, var)}"
+            for j, (sink, var) in enumerate(zip(group.sinks, group.out_vars))]
+
+
+def _byte_pair_leaves(group: Group, leaf_kinds) -> list[int]:
+    """Indices of 4-bit packed leaves read with unit inner stride, when every packed leaf read
+    along the inner dim is one: such kernels walk the inner dim a byte (two elements) at a time."""
+    moving = [i for i, (packed, inner) in enumerate(leaf_kinds) if packed and inner != INNER_BROADCAST]
+    if moving and all(leaf_kinds[i][1] == INNER_UNIT and group.leaves[i].dtype.bits == 4 for i in moving):
+        return moving
+    return []
+
+
+def _nibble(dt, byte: str, k: int) -> str:
+    """Element k (0: low nibble, 1: high) of the int32 ``byte``: shifts by constants, which
+    vectorize (a per-element table lookup is a gather)."""
+    if dt.onnx_name in scalar.SUB_BYTE_INTS:
+        code = f"({byte} & 15)" if k == 0 else f"({byte} >> 4)"
+        return f"np.int8(({code} ^ 8) - 8)" if scalar.SUB_BYTE_INTS[dt.onnx_name][1] else f"np.uint8({code})"
+    return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64(1)) | np.uint64({k})]"
+
+
+def _pair_loop(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lines: list) -> list[str]:
+    """The innermost loop two elements per step while every byte-pair leaf starts on a byte
+    boundary (measured 1.8x on an int4 dequant); an odd tail element and odd starts take the
+    one-element loop."""
+    last, prev = rank - 1, "m1" if rank == 1 else str(rank - 2)
+    lo, hi = ("np.uint64(start)", "np.uint64(stop)") if rank == 1 else ("np.uint64(0)", f"n{last}")
+    q = f"q{last} = " + (f"i{last}" if rank == 1 else f"q{last - 1} * n{last} + i{last}")
+    even = " and ".join(f"((p{i}_{prev} + lo_) & np.uint64(1)) == 0" for i in pairs)
+
+    def element(k: int) -> list[str]:
+        decoded = dict(loads)
+        decoded.update((f"LOAD{i}", _nibble(group.leaves[i].dtype, f"pk{i}", k)) for i in pairs)
+        return [q, *_split_hoisted(group, decoded, leaf_kinds)[1], *_stores(group, rank)]
+
+    one = [q, *lines, *_stores(group, rank)]
+    step = ["    " + line for line in
+            [f"i{last} = lo_ + (jj << np.uint64(1))",
+             *[f"pk{i} = np.int32(b{i}[(p{i}_{prev} + i{last}) >> np.uint64(1)])" for i in pairs],
+             *element(0), f"i{last} = i{last} + np.uint64(1)", *element(1)]]
+    return [f"lo_ = {lo}", f"hi_ = {hi}", f"if {even}:",
+            "    for jj in range((hi_ - lo_) >> np.uint64(1)):", *["    " + line for line in step],
+            "    if (hi_ - lo_) & np.uint64(1):", f"        i{last} = hi_ - np.uint64(1)",
+            *["        " + line for line in one],
+            "else:", f"    for i{last} in range(lo_, hi_):", *["        " + line for line in one]]
 
 
 _ROW_INIT = {"sum": "0", "mean": "0", "max": "-np.inf", "min": "np.inf"}

@@ -589,3 +589,17 @@ def test_random_programs_match_plain_numpy(data):
     for arg, copy in zip(args, before):
         assert arg.tobytes() == copy.tobytes(), "an input was written"
     assert program.executable(*args).kernel_count == int(any(step.computes for step in steps))
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "float4e2m1", "int2"])
+@pytest.mark.parametrize("shape", [(5, 7), (4, 1), (3, 2), (1, 9), (70001,), (2, 65537)])
+def test_packed_inner_loops_two_elements_per_byte_at_any_parity(name, shape):
+    """4-bit leaves read along the inner dim go a byte per step; rows of odd length start on odd
+    nibbles (the one-element loop), odd tails and odd thread splits take it too."""
+    f = dsl.jit(lambda w, b, scale: (dsl.cast(w, dsl.float32) + dsl.cast(b, dsl.float32)) * scale)
+    w, b = random_packed(name, shape), random_packed(name, shape[-1:])
+    scale = RNG.random(shape[:-1] + (1,)).astype(np.float32)
+    want = (w.numpy().astype(np.float32) + b.numpy().astype(np.float32)) * scale
+    np.testing.assert_array_equal(run_checked(f, w, b, scale), want)
+    source = f.executable(w, b, scale).runners[0].source_for_contiguous()
+    assert ("for jj in range(" in source) == (name != "int2")
