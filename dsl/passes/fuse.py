@@ -74,9 +74,12 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     for node in graph.nodes:
         if not fusable[id(node)]:
             needed.update(v.name for v in node.inputs[1 if id(node) in rows else 0:] if v is not None)
+    # graph outputs nothing else reads wait until the end, where those of one shape share a kernel
+    late = {v.name for v in graph.outputs} - {v.name for n in graph.nodes if not fusable[id(n)]
+                                               for v in n.inputs if v is not None}
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
     builder = GroupBuilder(fused_producer, constants)
-    steps, done = [], set()
+    steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
     for node in graph.nodes:
         if id(node) in rows:
             kind = producer[node.outputs[0].name][2].kernel.kind
@@ -90,8 +93,24 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
         for value in node.outputs:
             if value.name in needed and value.name not in done:
                 done.add(value.name)
-                steps += _materialize(value, fused_producer, builder, needed)
-    return steps
+                produced = _materialize(value, fused_producer, builder, needed)
+                if value.name in late and len(produced) == 1 and isinstance(produced[0], KernelStep):
+                    deferred[value.name] = (len(steps), value)
+                steps += produced
+    return _group_outputs(steps, deferred, builder)
+
+
+def _group_outputs(steps: list, deferred: dict, builder: GroupBuilder) -> list:
+    """Graph outputs of one shape computed by ONE kernel at the end (it reads each input once,
+    computes shared producers once and writes every output of that shape). An output a view
+    step reads keeps its own kernel, in order."""
+    read = {v.name for step in steps if isinstance(step, NodeStep) for v in step.node.inputs if v is not None}
+    moved = {index: value for index, value in deferred.values() if value.name not in read}
+    by_shape: dict = {}
+    for value in moved.values():
+        by_shape.setdefault(value.type.shape, []).append(value)
+    kept = [step for index, step in enumerate(steps) if index not in moved]
+    return kept + [KernelStep(builder.build(values)) for values in by_shape.values()]
 
 
 def _materialize(value: Value, fused_producer: dict, builder: GroupBuilder, needed: set) -> list:

@@ -603,3 +603,24 @@ def test_packed_inner_loops_two_elements_per_byte_at_any_parity(name, shape):
     np.testing.assert_array_equal(run_checked(f, w, b, scale), want)
     source = f.executable(w, b, scale).runners[0].source_for_contiguous()
     assert ("for jj in range(" in source) == (name != "int2")
+
+
+def test_outputs_of_one_shape_share_one_kernel_that_computes_shared_producers_once():
+    @dsl.jit
+    def heads(x, y):
+        a = dsl.exp(x) * y
+        return a + 1.0, a * 2.0, dsl.reduce_sum(a, [-1]), dsl.transpose(x, [1, 0]), dsl.matmul(a, dsl.transpose(a, [1, 0]))
+    x, y = RNG.random((3, 4)).astype(np.float32), RNG.random(4).astype(np.float32)
+    plus, twice, total, xt, gram = run_checked(heads, x, y)
+    a = np.exp(x) * y
+    np.testing.assert_allclose(plus, a + 1, rtol=1e-6)
+    np.testing.assert_allclose(twice, a * 2, rtol=1e-6)
+    np.testing.assert_allclose(total, a.sum(-1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(gram, a @ a.T, rtol=1e-5)
+    assert np.shares_memory(xt, x)
+    executable = heads.executable(x, y)
+    shared = [s for s in executable.steps if isinstance(s, KernelStep) and len(s.group.sinks) == 2]
+    assert len(shared) == 1
+    source = executable._runner(shared[0]).source_for_contiguous()
+    assert source.count("np.exp(") == 1 and "out0[q1] = " in source and "out1[q1] = " in source
+    assert dsl.compare(heads, x, y).ok
