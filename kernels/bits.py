@@ -89,27 +89,59 @@ def f64_to_f32_odd(value):
     return f32_from_bits(word - np.uint32(1) if toward_zero else word + np.uint32(1))
 
 
-# Reduction steps with fast-math flags on THAT instruction only. A kernel compiled with
-# fastmath lets LLVM reassociate its element expressions too (it rewrote s + (1 - m) * -1e4 into
-# (s - 1e4) + 1e4 * m, losing s's low bits); these helpers are not numba-inlined, so after LLVM
-# inlines them the flags stay on the accumulating add / max alone, which is all the loop
-# vectorizer needs. NaN is tracked by the caller, so max_step may assume no NaN.
+@numba.njit(cache=True, nogil=True, inline="always")
+def quantize_to_int(quotient, zero_point, low, high):
+    """QuantizeLinear's integer step on x / scale: round half to even, add the zero point (in
+    float64, exact for every quantized type), saturate to [low, high]; NaN -> low."""
+    value = np.float64(np.rint(quotient)) + np.float64(zero_point)
+    if value != value:
+        return np.int64(low)
+    return np.int64(min(max(value, np.float64(low)), np.float64(high)))
+
+
+# Reduction steps. A kernel compiled with fastmath lets LLVM reassociate its element
+# expressions too (it rewrote s + (1 - m) * -1e4 into (s - 1e4) + 1e4 * m, losing s's low
+# bits); add_step is not numba-inlined, so after LLVM inlines it the flags stay on the
+# accumulating add alone, which is all the loop vectorizer needs.
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "nsz"})
 def add_step(acc, value):
     """acc + value, reassociable (a vectorizable sum)."""
     return acc + value
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"nnan", "nsz"})
+@numba.njit(cache=True, nogil=True)
 def max_step(acc, value):
-    """max(acc, value) for a vectorizable reduction; the caller handles NaN."""
+    """max of integers (a select LLVM vectorizes as a max reduction)."""
     return value if value > acc else acc
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"nnan", "nsz"})
+@numba.njit(cache=True, nogil=True)
 def min_step(acc, value):
-    """min(acc, value) for a vectorizable reduction; the caller handles NaN."""
+    """min of integers."""
     return value if value < acc else acc
+
+
+def _float_extreme(llvm_name: str):
+    @intrinsic
+    def step(typingctx, acc, value):
+        if not (isinstance(acc, types.Float) and acc == value):
+            return None
+
+        def codegen(context, builder, signature, args):
+            ty = context.get_value_type(signature.args[0])
+            fn = builder.module.declare_intrinsic(llvm_name, [ty], ir.FunctionType(ty, [ty, ty]))
+            return builder.call(fn, args)
+        return acc(acc, value), codegen
+    return step
+
+
+# IEEE 754-2019 maximum / minimum (llvm.maximum): NaN propagates, -0 < +0. A float max row
+# then needs no NaN flag, and LLVM vectorizes it as a reduction (a select-based max with a
+# NaN flag did not vectorize: 12 ms -> 3.9 ms for 8M float32, numpy 1.3 ms).
+maximum_step = _float_extreme("llvm.maximum")
+maximum_step.__doc__ = "maximum(acc, value) of floats; NaN if either is NaN."
+minimum_step = _float_extreme("llvm.minimum")
+minimum_step.__doc__ = "minimum(acc, value) of floats; NaN if either is NaN."
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

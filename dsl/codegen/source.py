@@ -177,12 +177,14 @@ def _pair_loop(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dic
 _ROW_INIT = {"sum": "0", "mean": "0", "max": "-np.inf", "min": "np.inf"}
 
 
-def _accumulate(kind: str, acc: str, value: str) -> str:
-    """One accumulation step; max/min track NaN in ``nan`` (applied after the row) so the
-    loop stays branch-free and vectorizes."""
+def _accumulate(kind: str, acc: str, value: str, is_float: bool) -> str:
+    """One accumulation step: branch-free, so the row loop vectorizes. Float max/min propagate
+    NaN themselves (IEEE maximum / minimum)."""
     if kind in ("sum", "mean"):
         return f"{acc} = _bits.add_step({acc}, {value})"
-    return f"{acc} = _bits.{kind}_step({acc}, {value}); nan |= {value} != {value}"
+    if is_float:
+        return f"{acc} = _bits.{kind}imum_step({acc}, {value})"
+    return f"{acc} = _bits.{kind}_step({acc}, {value})"
 
 
 def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str:
@@ -197,8 +199,8 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
     body = _header(group, rank, 1, leaf_kinds)
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
-    acc_domain = "float64" if is_float or kind in ("softmax", "logsoftmax") else \
-        value_domain if kind in ("max", "min") else "int64"
+    acc_domain = value_domain if kind in ("max", "min") else \
+        "float64" if is_float or kind in ("softmax", "logsoftmax") else "int64"
     hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
     last = rank - 1
     body.append(f"    rowlen = np.uint64(shape[{last}])")
@@ -222,10 +224,7 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
         init = _ROW_INIT[kind]
         body.append(f"{ind}acc = np.{acc_domain}({init})" if init in ("0",) or is_float
                     else f"{ind}acc = {_int_extreme(value_domain, kind)}")
-        body.append(f"{ind}nan = False")
-        body += row_pass([_accumulate(kind, "acc", f"np.{acc_domain}({value})")])
-        if kind in ("max", "min") and is_float:
-            body += [f"{ind}if nan:", f"{ind}    acc = np.{acc_domain}(np.nan)"]
+        body += row_pass([_accumulate(kind, "acc", f"np.{acc_domain}({value})", is_float)])
         result = "acc"
         if kind == "mean":  # integers: the exact mean truncated toward zero
             result = "acc / np.float64(rowlen)" if is_float else "_c_div(acc, np.int64(rowlen))"
@@ -240,9 +239,9 @@ def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_
     float64 rows use libm exp."""
     exp = "np.exp" if value_domain == "float64" else "_bits.exp_for_f32"
     inner = ind + "    "
-    lines = [f"{ind}acc = -np.inf", f"{ind}nan = False"]
-    lines += row_pass([f"v = np.float64({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v")])
-    lines += [f"{ind}if nan:", f"{ind}    acc = np.nan", f"{ind}total = 0.0",
+    lines = [f"{ind}acc = -np.inf"]
+    lines += row_pass([f"v = np.float64({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
+    lines += [f"{ind}total = 0.0",
               f"{ind}for i{last} in range(rowlen):", f"{inner}e = {exp}(tmp[i{last}] - acc)",
               f"{inner}total = _bits.add_step(total, e)"]
     if kind == "softmax":

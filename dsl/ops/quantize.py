@@ -289,6 +289,28 @@ def _quantize_schemas() -> tuple[Schema, ...]:
     return tuple(schemas)
 
 
+def _quantize_expr(call: Call, args: list, domains: list) -> str:
+    x, scale = args[0], args[1]
+    zp = args[2] if len(args) > 2 and args[2] is not None else "0"
+    low, high = _INT_RANGES[call.plan[1].onnx_name]
+    return f"_bits.quantize_to_int(np.float32(np.float32({x}) / np.float32({scale})), {zp}, {low}, {high})"
+
+
+def _quantize_fusable(call: Call) -> bool:
+    """The kernel covers the float32 division (y_scale float32, no other precision) to an integer
+    type per tensor or per axis; float8/float4 outputs, other precisions and blocks use the
+    reference."""
+    if call.plan is None or call.plan[0][0] == "block" or call.plan[1].onnx_name not in _INT_RANGES:
+        return False
+    precision = call.attrs.get("precision") or 0
+    return call.types[1].dtype.onnx_name == "float" and precision in (0, dtypes.dtype("float").onnx_code)
+
+
+_QUANTIZE_KERNEL = Elementwise(
+    expr=_quantize_expr, result_domain=lambda call, domains: "int64", input_path=_param_path,
+    fusable=_quantize_fusable)
+
+
 register(OpDef(
-    "QuantizeLinear", _quantize_schemas(), _quantize_rule, reference=_quantize,
+    "QuantizeLinear", _quantize_schemas(), _quantize_rule, reference=_quantize, kernel=_QUANTIZE_KERNEL,
     doc="y = saturate(round_half_even(x / scale) + zero_point), per tensor, per axis or per block."))

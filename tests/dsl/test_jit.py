@@ -624,3 +624,19 @@ def test_outputs_of_one_shape_share_one_kernel_that_computes_shared_producers_on
     source = executable._runner(shared[0]).source_for_contiguous()
     assert source.count("np.exp(") == 1 and "out0[q1] = " in source and "out1[q1] = " in source
     assert dsl.compare(heads, x, y).ok
+
+
+@pytest.mark.parametrize("np_type", [np.float32, np.float64, np.float16, ml_dtypes.bfloat16])
+def test_float_row_max_min_propagate_nan_anywhere_in_the_row(np_type):
+    """Row max/min use IEEE maximum/minimum (vectorized, NaN-propagating): NaN at any position,
+    infinities and rows of one element give numpy's answers."""
+    x = RNG.standard_normal((9, 37)).astype(np_type)
+    for row, col in [(0, 0), (1, 36), (2, 17), (3, 8), (3, 9)]:
+        x[row, col] = np.nan
+    x[4, 5], x[5, :] = np.inf, -np.inf
+    f = dsl.jit(lambda x: (dsl.reduce_max(x, [-1], keepdims=0), dsl.reduce_max(-x, [-1], keepdims=0),
+                           dsl.reduce_max(x, [0], keepdims=0)))
+    wide = x.astype(np.float64)
+    for got, want in zip(run_checked(f, x), [wide.max(-1), (-wide).max(-1), wide.max(0)]):
+        assert got.dtype == np.dtype(np_type)
+        np.testing.assert_array_equal(got.astype(np.float64), want)

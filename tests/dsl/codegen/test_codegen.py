@@ -102,7 +102,7 @@ def test_row_kernels_reassociate_only_the_accumulation_and_round_once():
     source = runner.source_for_contiguous()
     compile(source, "<kernel>", "exec")
     assert "fastmath" not in source and "tmp = np.empty(shape[1], np.float64)" in source
-    assert "acc = _bits.max_step(acc, v)" in source and "total = _bits.add_step(total, e)" in source
+    assert "acc = _bits.maximum_step(acc, v)" in source and "total = _bits.add_step(total, e)" in source
     assert source.count("for i1 in range(rowlen):") == 3  # max; exp and sum; scale
     reduce = group_of(lambda x: dsl.reduce_sum(x * 2.0, [-1]), np.ones((3, 4), np.float32))
     text = row_source(reduce.group, "sum", 2, [(False, INNER_UNIT)], dsl.float32)

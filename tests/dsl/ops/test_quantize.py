@@ -490,3 +490,23 @@ def test_inputs_are_not_mutated():
     for array, copy in zip((x, scale, zp), copies):
         assert array.tobytes() == copy.tobytes()
     assert not np.shares_memory(y, x) and math.isclose(float(np.abs(y - x).max()), 1.0, abs_tol=1.0)
+
+
+@pytest.mark.parametrize("name", list(INT_RANGES))
+@pytest.mark.parametrize("x_type, axis", [(np.float32, None), (ml_dtypes.bfloat16, 1), (np.float16, 0), (np.int32, None)])
+def test_quantize_in_a_fused_kernel_equals_the_reference(name, x_type, axis):
+    """The JIT's QuantizeLinear lowering (float32 division, integer outputs, per tensor / per
+    axis) inside a fused kernel gives the reference's bits: ties, NaN, Inf, clipping, zero points."""
+    low, high = INT_RANGES[name]
+    rng = np.random.default_rng(len(name))
+    values = np.concatenate([np.array(TIES + [np.nan, np.inf, -np.inf]), rng.standard_normal(39) * 40])
+    x = np.nan_to_num(values, nan=7, posinf=1e6, neginf=-1e6) if x_type == np.int32 else values
+    with np.errstate(over="ignore"):  # 1e9 -> float16 is inf: wanted
+        x = x.reshape(5, 12).astype(x_type)
+    scale = np.float32(0.75) if axis is None else np.linspace(0.5, 2.0, x.shape[axis]).astype(np.float32)
+    zp = np.resize(np.array([low, 0 if low < 0 else 1, high]), np.shape(scale)).astype(np_type(name))
+    f = dsl.jit(lambda x, s, z: dsl.quantize_linear(x, s, z, axis=1 if axis is None else axis))
+    got = f(x, np.asarray(scale), zp)
+    want = dsl.quantize_linear(x, np.asarray(scale), zp, axis=1 if axis is None else axis)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert f.executable(x, np.asarray(scale), zp).kernel_count == 1
