@@ -105,6 +105,14 @@ class JitFunction:
         self._cache: dict = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict:
+        """Pickles as the Python function and opset (dask / multiprocessing ship jit functions);
+        compiled state is per process and rebuilt on first use."""
+        return {"fn": self.fn, "opset": self.opset}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["fn"], state["opset"])
+
     def _trace(self, types: list) -> tracing.Builder:
         builder = tracing.Builder(self.__name__, self.opset)
         graph = tracing.trace_into(builder, self.fn, types)

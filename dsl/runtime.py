@@ -5,7 +5,9 @@ composes each leaf's View path, coalesces dims and picks (or compiles) the kerne
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from math import prod
 
@@ -26,12 +28,25 @@ _THREADS = max(1, os.cpu_count() or 1)
 _POOL: list[ThreadPoolExecutor] = []
 
 
+_LOCAL = threading.local()
+
+
 def _pool() -> ThreadPoolExecutor:
     if not _POOL:
         _POOL.append(ThreadPoolExecutor(_THREADS, thread_name_prefix="dsl"))
     return _POOL[0]
 
 
+@contextlib.contextmanager
+def single_threaded():
+    """Kernels called from this thread run on it alone (no row split over dsl's pool): for
+    callers that schedule their own threads, e.g. dask tasks, so cores are not oversubscribed."""
+    before = getattr(_LOCAL, "serial", False)
+    _LOCAL.serial = True
+    try:
+        yield
+    finally:
+        _LOCAL.serial = before
 
 
 def _storage(obj, dt):
@@ -180,7 +195,7 @@ class KernelRunner:
             args += (buffer, offset, strides)
         outs = [POOL.empty(size, raw) for _, _, _, size, raw in self.out_specs]
         rows = int(shape[0])
-        if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1:
+        if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1 and not getattr(_LOCAL, "serial", False):
             bounds = np.linspace(0, rows, min(_THREADS, rows) + 1).astype(np.int64)
             bounds[1:-1] &= ~1  # even: a rank-1 packed kernel then starts every span on a byte
             futures = [_pool().submit(kernel, int(a), int(b), shape, *args, *outs)

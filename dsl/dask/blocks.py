@@ -12,6 +12,7 @@ import numpy as np
 from .. import trace as tracing
 from ..dtypes import DType
 from ..ir import Node
+from ..runtime import single_threaded
 from ..tensor import Tensor
 
 
@@ -25,6 +26,15 @@ _MAX_EXECUTABLES = 1024  # bounded: long sessions apply many programs
 def replay_count(token: str | None = None) -> int:
     """How many chunk signatures this process has planned (for one program token, or all)."""
     return sum(1 for key in list(_EXECUTABLES) if token is None or key[0] == token)
+
+
+def _single_block(block):
+    """A chunk as blockwise passes it without concatenation: nested one-element lists for each
+    contracted index (all of them single-chunk by the plan), unwrapped without a copy."""
+    while isinstance(block, list):
+        assert len(block) == 1, "a contracted index has more than one chunk"
+        block = block[0]
+    return block
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,7 @@ class BlockProgram:
         self.token = uuid.uuid4().hex  # names this program in every process it is unpickled in
 
     def __call__(self, *blocks):
-        args = [self._as_input(spec, block) for spec, block in zip(self.leaves, blocks)]
+        args = [self._as_input(spec, _single_block(block)) for spec, block in zip(self.leaves, blocks)]
         key = (self.token, tuple((a.dtype, a.shape) for a in args))
         executable = _EXECUTABLES.get(key)
         if executable is None:
@@ -76,7 +86,8 @@ class BlockProgram:
                     while len(_EXECUTABLES) >= _MAX_EXECUTABLES:  # oldest first (insertion order)
                         del _EXECUTABLES[next(iter(_EXECUTABLES))]
                     executable = _EXECUTABLES[key] = self._replay(args)
-        results = executable.run(dict(zip(executable.input_names, args)))
+        with single_threaded():  # dask owns the threads: one kernel thread per task
+            results = executable.run(dict(zip(executable.input_names, args)))
         return results[0] if len(results) == 1 else tuple(results)
 
     @staticmethod

@@ -135,7 +135,9 @@ class GraphBuilder:
         adjust = {index: chunks[index] for index in out_index if index in carried}
         metas = tuple(np.empty((0,) * len(v.type.shape), v.type.dtype.np_dtype) for v in values)
         token = tokenize(self.name, id(self), next(self._fresh))
-        tmp = da.blockwise(program, out_index, *args, name=f"dsl-{self.name}-{token}", concatenate=True,
+        # concatenate=False: contracted indices are single-chunk, so a task's block arrives in a
+        # one-element list and BlockProgram unwraps it (dask would copy it to concatenate)
+        tmp = da.blockwise(program, out_index, *args, name=f"dsl-{self.name}-{token}", concatenate=False,
                            align_arrays=False, new_axes=new_axes, adjust_chunks=adjust,
                            meta=metas[0] if len(values) == 1 else metas)
         if len(values) == 1:

@@ -640,3 +640,17 @@ def test_float_row_max_min_propagate_nan_anywhere_in_the_row(np_type):
     for got, want in zip(run_checked(f, x), [wide.max(-1), (-wide).max(-1), wide.max(0)]):
         assert got.dtype == np.dtype(np_type)
         np.testing.assert_array_equal(got.astype(np.float64), want)
+
+
+def module_level_program(x):
+    return dsl.relu(x) * 2.0
+
+
+def test_jit_functions_pickle_as_their_python_function():
+    import pickle
+    f = dsl.jit(module_level_program, opset=21)
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    f(x)
+    clone = pickle.loads(pickle.dumps(f))
+    assert clone.opset == 21 and clone.fn is module_level_program and clone._cache == {}
+    np.testing.assert_array_equal(clone(x), f(x))

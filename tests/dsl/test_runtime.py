@@ -142,3 +142,21 @@ def test_threads_share_compiled_kernels_and_each_source_compiles_once(tmp_path, 
     for name in counted_imports:
         kernel = codegen_compile._COMPILED[name[2:-3]]
         assert sum(kernel.stats.cache_misses.values()) == 1  # numba compiled it exactly once
+
+
+def test_single_threaded_keeps_large_kernels_on_the_calling_thread(monkeypatch):
+    f = dsl.jit(lambda x: x * 2.0 + 1.0)
+    x = np.ones((256, 1024), np.float32)  # above PARALLEL_THRESHOLD
+    f(x)
+    calls = []
+    real = runtime._pool
+    monkeypatch.setattr(runtime, "_pool", lambda: calls.append(1) or real())
+    with runtime.single_threaded():
+        np.testing.assert_array_equal(f(x), x * 2 + 1)
+        with runtime.single_threaded():
+            f(x)
+        f(x)  # still inside the outer block
+    assert calls == [] and not getattr(runtime._LOCAL, "serial", False)
+    if runtime._THREADS > 1:
+        f(x)
+        assert calls

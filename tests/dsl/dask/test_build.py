@@ -268,3 +268,19 @@ def test_a_reshape_dask_cannot_do_blockwise_rechunks_to_one_chunk_with_a_warning
     with pytest.warns(RechunkWarning, match=r"Reshape \(node .*\): .*rechunking to \(\(3,\), \(2,\), \(1,\)\)"):
         lazy = regroup(da.from_array(x, chunks=1))
     np.testing.assert_array_equal(lazy.compute(), regroup(x))
+
+
+def test_tasks_read_their_chunks_in_place_no_concatenation_copy():
+    import tracemalloc
+    rmax = dsl.jit(lambda x: dsl.reduce_max(x, [1], keepdims=0))
+    x = RNG.standard_normal((2048, 1024)).astype(np.float32)  # chunks of 2 MiB
+    lazy = rmax(da.from_array(x, chunks=(512, -1)))
+    lazy.compute()  # plan and compile first
+    tracemalloc.start()
+    try:
+        got = lazy.compute()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(got, x.max(axis=1))
+    assert peak < 512 * 1024 * 4 / 2, f"peak {peak} bytes: a chunk was copied"
