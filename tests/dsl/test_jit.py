@@ -654,3 +654,23 @@ def test_jit_functions_pickle_as_their_python_function():
     clone = pickle.loads(pickle.dumps(f))
     assert clone.opset == 21 and clone.fn is module_level_program and clone._cache == {}
     np.testing.assert_array_equal(clone(x), f(x))
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "float4e2m1"])
+@pytest.mark.parametrize("shape", [(5, 7), (4, 1), (3, 2), (2, 65537)])
+def test_packed_row_kernels_read_byte_pairs_at_any_parity(name, shape):
+    f = dsl.jit(lambda w, scale: (dsl.reduce_sum(dsl.cast(w, dsl.float32) * scale, [-1]),
+                                  dsl.reduce_max(dsl.cast(w, dsl.float32) * scale, [-1]),
+                                  dsl.reduce_mean(dsl.cast(w, dsl.float32), [-1]),
+                                  dsl.softmax(dsl.cast(w, dsl.float32), axis=-1)))
+    w = random_packed(name, shape)
+    scale = RNG.random(shape[:-1] + (1,)).astype(np.float32)
+    x = w.numpy().astype(np.float64)
+    total, peak, mean, soft = run_checked(f, w, scale)
+    np.testing.assert_allclose(total, (x * scale).sum(-1, keepdims=True), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(peak, (w.numpy().astype(np.float32) * scale).max(-1, keepdims=True))
+    np.testing.assert_allclose(mean, x.mean(-1, keepdims=True), rtol=1e-6)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(soft, e / e.sum(-1, keepdims=True), rtol=1e-6, atol=1e-7)
+    sources = [r.source_for_contiguous() for r in f.executable(w, scale).runners]
+    assert all("for jj in range(" in source for source in sources) == (shape[-1] > 1)
