@@ -174,9 +174,11 @@ def _byte_pairs(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: di
 
     step = ["    " + line for line in
             [f"i{last} = lo_ + (jj << np.uint64(1))",
-             *[f"pk{i} = np.int32(b{i}[(p{i}_{prev} + i{last}) >> np.uint64(1)])" for i in pairs],
+             *[f"pk{i} = np.int32(b{i}[pb{i} + jj])" for i in pairs],
              *element(0), f"i{last} = i{last} + np.uint64(1)", *element(1)]]
+    # byte indices as base + jj (not (p + i) >> 1): LLVM then sees consecutive loads and vectorizes
     return [f"lo_ = {lo}", f"hi_ = {hi}", f"if {even}:",
+            *[f"    pb{i} = (p{i}_{prev} + lo_) >> np.uint64(1)" for i in pairs],
             "    for jj in range((hi_ - lo_) >> np.uint64(1)):", *["    " + line for line in step],
             "    if (hi_ - lo_) & np.uint64(1):", f"        i{last} = hi_ - np.uint64(1)",
             *["        " + line for line in one],
