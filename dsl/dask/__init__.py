@@ -29,9 +29,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import numpy as np
 
 from .. import dtypes
-from ..errors import InputError
+from ..errors import DTypeError, InputError, ShapeError
 from ..ir import TensorType
 from ..jit import JitFunction
+from ..program import Program
 from .build import GraphBuilder, RechunkWarning
 from .chunking import plan_layout
 from .packed import PackedArray, from_packed
@@ -54,28 +55,58 @@ def _input_type(arg, index: int) -> TensorType:
 
 
 def apply(fn, *args):
-    """Run a jit function on dask arrays; returns dask arrays (a tuple for several outputs).
+    """Run a jit function or a Program on dask arrays; returns dask arrays (a tuple for several
+    outputs).
 
     Args:
-        fn: a ``dsl.jit`` function (a plain Python function is jitted).
+        fn: a ``dsl.jit`` function (a plain Python function is jitted) or a ``dsl.Program``
+            (e.g. from ``dsl.from_onnx``) whose inputs are all data (no axes / shape inputs).
         *args: dask arrays, ``dsl.dask.PackedArray`` (packed int4/int2/float4 bytes) or numpy
-            arrays (wrapped as one chunk).
+            arrays (wrapped as one chunk), in input order.
 
     Returns:
         A lazy dask array per output, with the chunks the plan chose; compute it with any dask
         scheduler or a distributed Client.
 
     Raises:
-        DslError: the trace fails (naming the op) or an op has no chunk rule.
+        DslError: the trace fails (naming the op), an input does not match a Program's declared
+            type, or an op has no chunk rule.
 
     Example:
         >>> dsl.dask.apply(f, da.ones((8, 512), chunks=(2, -1), dtype="float32")).compute()
     """
-    if not isinstance(fn, JitFunction):
-        fn = JitFunction(fn)
     args = [a if is_dask_argument(a) else _da.from_array(np.asarray(a), chunks=-1) for a in args]
-    builder = fn._trace([_input_type(a, i) for i, a in enumerate(args)])
-    graph = builder.graph
-    layout = plan_layout(graph, builder.calls, builder.constants)
-    outputs = GraphBuilder(fn.__name__, graph, builder.calls, builder.constants, layout, args).outputs()
+    types = [_input_type(a, i) for i, a in enumerate(args)]
+    if isinstance(fn, Program):
+        name, (graph, calls, constants) = fn.graph.name, _specialized(fn, types)
+    else:
+        fn = fn if isinstance(fn, JitFunction) else JitFunction(fn)
+        builder = fn._trace(types)
+        name, graph, calls, constants = fn.__name__, builder.graph, builder.calls, builder.constants
+    layout = plan_layout(graph, calls, constants)
+    outputs = GraphBuilder(name, graph, calls, constants, layout, args).outputs()
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+def _specialized(program: Program, types: list) -> tuple:
+    """(graph, calls, constants) of ``program`` at these input types, checked like Program.run."""
+    from ..passes.specialize import specialize, value_inputs
+    if len(types) != len(program.graph.inputs):
+        raise InputError(f"dsl.dask: got {len(types)} inputs, expected {len(program.graph.inputs)} "
+                         f"{program.input_names}")
+    if value_inputs(program.graph):
+        raise UnsupportedError(f"dsl.dask: inputs {sorted(value_inputs(program.graph))} are axes or shapes "
+                               f"(their values shape the graph); make them initializers to run blockwise")
+    symbols: dict = {}
+    for value, actual in zip(program.graph.inputs, types):
+        declared = value.type
+        if not isinstance(declared, TensorType) or declared.dtype != actual.dtype:
+            raise DTypeError(f"dsl.dask: input {value.name!r} is {actual}; expected {declared}")
+        if declared.shape is not None:
+            bound = [symbols.setdefault(d, size) if isinstance(d, str) else d
+                     for d, size in zip(declared.shape, actual.shape)]
+            if len(declared.shape) != len(actual.shape) or any(
+                    isinstance(d, int) and d != size for d, size in zip(bound, actual.shape)):
+                raise ShapeError(f"dsl.dask: input {value.name!r} has shape {list(actual.shape)}; expected "
+                                 f"{declared}")
+    return specialize(program.graph, types, {})

@@ -284,3 +284,13 @@ def test_tasks_read_their_chunks_in_place_no_concatenation_copy():
         tracemalloc.stop()
     np.testing.assert_array_equal(got, x.max(axis=1))
     assert peak < 512 * 1024 * 4 / 2, f"peak {peak} bytes: a chunk was copied"
+
+
+def test_an_onnx_program_runs_blockwise_like_program_run():
+    program = dsl.from_onnx(mask_pipeline.lower(MASK, SCORES).to_onnx())
+    lazy = dsl.dask.apply(program, da.from_array(MASK, chunks=(1, -1)), da.from_array(SCORES, chunks=(2, 3, 8, -1)))
+    np.testing.assert_array_equal(lazy.compute(), program.run([MASK, SCORES])[0])
+    with pytest.raises(dsl.DTypeError, match=r"input 'scores' is double\[4,3,16,64\]; expected float\[4,3,16,64\]"):
+        dsl.dask.apply(program, da.from_array(MASK), da.from_array(SCORES.astype(np.float64)))
+    with pytest.raises(dsl.ShapeError, match=r"input 'mask' has shape \[4, 32\]"):
+        dsl.dask.apply(program, da.from_array(MASK[:, :32]), da.from_array(SCORES))
