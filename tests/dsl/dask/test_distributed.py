@@ -14,11 +14,25 @@ from dsl.dask import blocks
 RNG = np.random.default_rng(11)
 
 
+TIMEOUT = 180  # seconds: a lost worker fails the test instead of hanging CI
+
+
 @pytest.fixture(scope="module")
 def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, worker_dashboard_address=None) as cluster, Client(cluster) as c:
+        c.wait_for_workers(2, timeout=TIMEOUT)
+        c.cluster_for_logs = cluster
         yield c
+
+
+def result(client, future):
+    """The future's result; on a timeout, fail with the cluster's logs (a lost worker says why)."""
+    try:
+        return future.result(timeout=TIMEOUT)
+    except TimeoutError:
+        logs = client.cluster_for_logs.get_logs()
+        pytest.fail("no result in %d s; cluster logs:\n%s" % (TIMEOUT, "\n".join(f"{k}: {v}" for k, v in logs.items())))
 
 
 @dsl.jit
@@ -37,7 +51,7 @@ def test_mask_pipeline_on_two_worker_processes(client):
     mask = RNG.random((4, 128)) > 0.25
     scores = RNG.standard_normal((4, 4, 32, 128)).astype(np.float32)
     lazy = attention_bias(da.from_array(mask, chunks=(1, -1)), da.from_array(scores, chunks=(1, 2, 16, -1)))
-    got = client.compute(lazy).result()
+    got = result(client, client.compute(lazy))
     np.testing.assert_array_equal(got, attention_bias(mask, scores))
     reference = attention_bias.lower(mask, scores).run([mask, scores], engine="numpy")[0]
     np.testing.assert_allclose(got, reference, rtol=1e-6, atol=1e-8)
@@ -51,11 +65,12 @@ def test_packed_int4_row_stats_on_the_cluster(client):
     raw = dsl.Tensor.from_numpy(values.astype(dsl.int4.np_dtype)).packed().reshape(256, 256)
     scale = (RNG.random(256) * 0.02).astype(np.float32)
     packed = dsl.dask.from_packed(da.from_array(raw, chunks=(32, -1)), "int4")
-    peak, mean = client.compute(list(int4_rows(packed, da.from_array(scale, chunks=32)))).__iter__()
+    peak, mean = client.compute(list(int4_rows(packed, da.from_array(scale, chunks=32))))
     local = dsl.Tensor.from_packed(raw.reshape(-1), "int4", (256, 512))
     want_peak, want_mean = int4_rows(local, scale)
-    np.testing.assert_array_equal(peak.result(), want_peak)
-    np.testing.assert_array_equal(mean.result(), want_mean)
+    peak, mean = result(client, peak), result(client, mean)
+    np.testing.assert_array_equal(peak, want_peak)
+    np.testing.assert_array_equal(mean, want_mean)
     x = values * scale[:, None].astype(np.float64)
-    np.testing.assert_allclose(peak.result(), np.abs(x).max(axis=1), rtol=1e-6)
-    np.testing.assert_allclose(mean.result(), x.mean(axis=1), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(peak, np.abs(x).max(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(mean, x.mean(axis=1), rtol=1e-5, atol=1e-7)
