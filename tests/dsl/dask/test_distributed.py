@@ -2,6 +2,10 @@
 and stopped here. Results equal the single-machine JIT and eager numpy."""
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -17,13 +21,24 @@ RNG = np.random.default_rng(11)
 TIMEOUT = 180  # seconds: a lost worker fails the test instead of hanging CI
 
 
+TESTS = Path(__file__).resolve().parents[2]
+
+
 @pytest.fixture(scope="module")
 def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, worker_dashboard_address=None) as cluster, Client(cluster) as c:
-        c.wait_for_workers(2, timeout=TIMEOUT)
-        c.cluster_for_logs = cluster
-        yield c
+    # Worker processes start with this process's sys.path. pytest put test folders on it, and
+    # tests/dsl (no __init__.py) would then import as a namespace package `dsl` in the workers,
+    # ahead of an editable install's finder: start them with the test folders left out.
+    saved = list(sys.path)
+    sys.path[:] = [p for p in saved if not Path(p or os.curdir).resolve().is_relative_to(TESTS)]
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                          dashboard_address=None, worker_dashboard_address=None) as cluster, Client(cluster) as c:
+            c.wait_for_workers(2, timeout=TIMEOUT)
+            c.cluster_for_logs = cluster
+            yield c
+    finally:
+        sys.path[:] = saved
 
 
 def result(client, future):
