@@ -47,8 +47,8 @@ class Executable:
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
                 continue
             group = step.group
-            ops = [n.op_type for n in group.nodes] + ([step.row[0].op_type] if step.row else [])
-            sinks = [step.row[0].outputs[0]] if step.row else group.sinks
+            ops = [n.op_type for n in group.nodes] + [node.op_type for node, _, _ in step.row or []]
+            sinks = [node.outputs[0] for node, _, _ in step.row] if step.row else group.sinks
             leaves = ", ".join(f"%{leaf.value.name}" + (f" via {len(leaf.path)} view steps" if leaf.path else "")
                                for leaf in group.leaves)
             lines.append(f"step {index}: kernel [{', '.join(ops)}] -> "

@@ -122,8 +122,8 @@ class KernelRunner:
         if self.row is None:
             self.outputs = [(s.name, s.type.dtype, tuple(self.group.shape)) for s in self.group.sinks]
         else:
-            out = self.row[0].outputs[0]
-            self.outputs = [(out.name, out.type.dtype, tuple(out.type.shape))]
+            self.outputs = [(node.outputs[0].name, node.outputs[0].type.dtype, tuple(node.outputs[0].type.shape))
+                            for node, _, _ in self.row]
         # per-call constants, computed once
         self.leaf_names = [leaf.value.name for leaf in self.group.leaves]
         self.raws = [np.dtype(scalar.raw_view(leaf.dtype)) for leaf in self.group.leaves]
@@ -133,7 +133,8 @@ class KernelRunner:
     def _source(self, rank: int, kinds) -> str:
         if self.row is None:
             return kernel_source(self.group, rank, kinds)
-        return row_source(self.group, self.row[2], rank, kinds, self.outputs[0][1])
+        return row_source(self.group, [kind for _, _, kind in self.row], rank, kinds,
+                          [dt for _, dt, _ in self.outputs])
 
     def source_for_contiguous(self) -> str:
         """The kernel source used when every input is C-contiguous (for explain): each leaf is

@@ -198,20 +198,23 @@ def _accumulate(kind: str, acc: str, value: str, is_float: bool) -> str:
     return f"{acc} = _bits.{kind}_step({acc}, {value})"
 
 
-def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str:
+def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype) -> str:
     """Kernel reducing (or soft-maxing) ``group``'s single sink along its last dim.
 
+    ``kind`` may be a list of reductions ('sum', 'mean', 'max', 'min') with one ``out_dtype``
+    each: one pass over every row then feeds all of them (out0, out1, ...).
     Rows are dims 0..rank-2 (coalesced); the last dim is walked once per pass. Sums and
     softmax denominators accumulate in float64 (int64 for integers), then round once.
     """
+    kinds = [kind] if isinstance(kind, str) else list(kind)
+    out_dtypes = [out_dtype] if isinstance(kind, str) else list(out_dtype)
+    kind = kinds[0]
     # Only the accumulation steps may reassociate (kernels/bits.py add_step/max_step): that
     # lets LLVM vectorize reductions (numpy's pairwise sums reorder too) while the element
     # expressions keep exact IEEE semantics.
-    body = _header(group, rank, 1, leaf_kinds)
+    body = _header(group, rank, len(kinds), leaf_kinds)
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
-    acc_domain = value_domain if kind in ("max", "min") else \
-        "float64" if is_float or kind in ("softmax", "logsoftmax") else "int64"
     hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
     last = rank - 1
     body.append(f"    rowlen = np.uint64(shape[{last}])")
@@ -237,18 +240,21 @@ def row_source(group: Group, kind: str, rank: int, leaf_kinds, out_dtype) -> str
 
     body += [ind + line for line in hoisted]
     if kind in ("softmax", "logsoftmax"):
-        body += _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype)
-    else:
-        init = _ROW_INIT[kind]
-        body.append(f"{ind}acc = np.{acc_domain}({init})" if init in ("0",) or is_float
-                    else f"{ind}acc = {_int_extreme(value_domain, kind)}")
-        body += row_pass([_accumulate(kind, "acc", f"np.{acc_domain}({value})", is_float)])
-        result = "acc"
+        body += _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtypes[0])
+        return "\n".join(body) + "\n"
+    steps, stores = [], []
+    for j, (kind, out_dtype) in enumerate(zip(kinds, out_dtypes)):
+        acc, init = f"acc{j}", _ROW_INIT[kind]
+        acc_domain = value_domain if kind in ("max", "min") else "float64" if is_float else "int64"
+        body.append(f"{ind}{acc} = np.{acc_domain}({init})" if init in ("0",) or is_float
+                    else f"{ind}{acc} = {_int_extreme(value_domain, kind)}")
+        steps.append(_accumulate(kind, acc, f"np.{acc_domain}({value})", is_float))
+        result = acc
         if kind == "mean":  # integers: the exact mean truncated toward zero
-            result = "acc / np.float64(rowlen)" if is_float else "_c_div(acc, np.int64(rowlen))"
+            result = f"{acc} / np.float64(rowlen)" if is_float else f"_c_div({acc}, np.int64(rowlen))"
         coerced = scalar.coerce(result, acc_domain, out_dtype)
-        body.append(f"{ind}out0[{row_index}] = {scalar.store(out_dtype, coerced)}")
-    return "\n".join(body) + "\n"
+        stores.append(f"{ind}out{j}[{row_index}] = {scalar.store(out_dtype, coerced)}")
+    return "\n".join(body + row_pass(steps) + stores) + "\n"
 
 
 def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype) -> list[str]:

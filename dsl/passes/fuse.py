@@ -29,11 +29,11 @@ class NodeStep:
 
 @dataclass
 class KernelStep:
-    """Run one fused kernel group; ``row`` (node, call, kind) makes it a last-axis reduction or
-    softmax of the group's single sink, written to the node's output."""
+    """Run one fused kernel group; ``row``, a list of (node, call, kind), makes it last-axis
+    reductions (or one softmax) of the group's single sink, written to the nodes' outputs."""
 
     group: Group
-    row: tuple | None = None
+    row: list | None = None
 
 
 def _tensor_ok(value: Value | None) -> bool:
@@ -80,10 +80,14 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
     builder = GroupBuilder(fused_producer, constants)
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
+    row_groups = _row_groups([n for n in graph.nodes if id(n) in rows], producer)
     for node in graph.nodes:
         if id(node) in rows:
-            kind = producer[node.outputs[0].name][2].kernel.kind
-            steps.append(KernelStep(builder.build([node.inputs[0]]), (node, calls[id(node)], kind)))
+            together = row_groups.get(id(node))
+            if together:  # the first of reductions over one value: one pass feeds them all
+                steps.append(KernelStep(builder.build([node.inputs[0]]),
+                                        [(n, calls[id(n)], producer[n.outputs[0].name][2].kernel.kind)
+                                         for n in together]))
             continue
         if not fusable[id(node)]:
             if node.op_type == "Constant" and node.outputs[0].name in constants:
@@ -98,6 +102,22 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
                     deferred[value.name] = (len(steps), value)
                 steps += produced
     return _group_outputs(steps, deferred, builder)
+
+
+def _row_groups(row_nodes: list, producer: dict) -> dict:
+    """id(first node) -> the row nodes reducing the same value (softmax stays alone); later
+    members map to an empty list: their kernel is the first one's."""
+    groups, by_input = {}, {}
+    for node in row_nodes:
+        kind = producer[node.outputs[0].name][2].kernel.kind
+        key = node.inputs[0].name if kind not in ("softmax", "logsoftmax") else id(node)
+        if key in by_input:
+            groups[by_input[key]].append(node)
+            groups[id(node)] = []
+        else:
+            by_input[key] = id(node)
+            groups[id(node)] = [node]
+    return groups
 
 
 def _group_outputs(steps: list, deferred: dict, builder: GroupBuilder) -> list:

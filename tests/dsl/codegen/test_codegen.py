@@ -106,8 +106,8 @@ def test_row_kernels_reassociate_only_the_accumulation_and_round_once():
     assert source.count("for i1 in range(rowlen):") == 3  # max; exp and sum; scale
     reduce = group_of(lambda x: dsl.reduce_sum(x * 2.0, [-1]), np.ones((3, 4), np.float32))
     text = row_source(reduce.group, "sum", 2, [(False, INNER_UNIT)], dsl.float32)
-    assert "acc = np.float64(0)" in text and "out0[q0] = np.float32(acc)" in text
-    assert "acc = _bits.add_step(acc, " in text
+    assert "acc0 = np.float64(0)" in text and "out0[q0] = np.float32(acc0)" in text
+    assert "acc0 = _bits.add_step(acc0, " in text
 
 
 def f16_chain_row(x):
@@ -122,7 +122,7 @@ def test_what_does_not_vary_along_the_inner_loop_is_computed_before_it():
     body = runner.source_for_contiguous().split("def kernel(")[1].splitlines()
     inner = next(k for k, line in enumerate(body) if "for i1 in range(rowlen):" in line)
     assert sum("_bits." in line for line in body[:inner]) == 9  # the load and 8 casts, once per row
-    assert body[inner + 1].strip().startswith("acc = _bits.add_step(acc, ")
+    assert body[inner + 1].strip().startswith("acc0 = _bits.add_step(acc0, ")
     runner = group_of(lambda x, b: x + dsl.exp(b * 2.0), np.ones((3, 4), np.float32), np.ones((3, 1), np.float32))
     body = runner.source_for_contiguous().split("def kernel(")[1].splitlines()
     inner = next(k for k, line in enumerate(body) if "for i1 in range(n1):" in line)
