@@ -108,7 +108,7 @@ class GraphBuilder:
         nodes, leaf_names = self._slice(values)
         data_leaves, constants = [], {}
         for name in leaf_names:
-            if name in self.constants and not any(self.layout.index(self.values_or_const(name))):
+            if name in self.constants and not any(self.layout.index(self._value_of(name))):
                 constants[name] = self.constants[name]
             else:
                 data_leaves.append(name)
@@ -116,7 +116,7 @@ class GraphBuilder:
             for value in node.inputs:
                 if value is not None and value.name in self.constants and value.name not in data_leaves:
                     constants[value.name] = self.constants[value.name]
-        chunks = self._letter_chunks(data_leaves, nodes)
+        chunks = self._letter_chunks(data_leaves)
         specs, args = [], []
         for name in data_leaves:
             spec, array = self._leaf(name, chunks)
@@ -127,6 +127,10 @@ class GraphBuilder:
         program = BlockProgram(self.name, self.graph.opset, nodes, specs, constants,
                                [(v.name, self.layout.index(v)) for v in values], self.layout.extent,
                                self.layout.type_only, local)
+        return self._blockwise(program, args, specs, values, chunks)
+
+    def _blockwise(self, program: BlockProgram, args: list, specs: list, values: list, chunks: dict) -> list:
+        """One da.blockwise running ``program`` per output chunk; one dask array per value."""
         out_letters = self.layout.index(values[0])
         out_index = tuple(self._aligned(letter) or self._fresh_letter() for letter in out_letters)
         carried = {self._aligned(letter) for spec in specs for letter in spec.letters} - {None}
@@ -144,7 +148,8 @@ class GraphBuilder:
             return [tmp]
         return [_item(tmp, index, meta) for index, meta in enumerate(metas)]
 
-    def values_or_const(self, name: str):
+    def _value_of(self, name: str) -> Value:
+        """The graph value of ``name``, or a typed stand-in for a constant."""
         found = self.values.get(name)
         return found if found is not None else Value(name, _const_type(self.constants[name]))
 
@@ -157,12 +162,12 @@ class GraphBuilder:
         axis for outputs), so a whole letter may even repeat within one value."""
         return None if letter is None or letter in self.layout.whole else letter
 
-    def _letter_chunks(self, leaves: list, nodes: list) -> dict:
+    def _letter_chunks(self, leaves: list) -> dict:
         """Chunk sizes per letter: taken from the leaves (packed leaves first: their byte chunks
         are the hardest to move); whole letters get one chunk."""
         chunks = {}
         for name in sorted(leaves, key=lambda n: not isinstance(self.arrays.get(n), PackedArray)):
-            letters = self.layout.index(self.values_or_const(name))
+            letters = self.layout.index(self._value_of(name))
             for letter, dim_chunks in zip(letters, self._element_chunks(name)):
                 if letter is None:
                     continue
@@ -179,19 +184,19 @@ class GraphBuilder:
         return found.chunks
 
     def _leaf(self, name: str, chunks: dict):
-        letters = self.layout.index(self.values_or_const(name))
+        letters = self.layout.index(self._value_of(name))
         source = self.arrays.get(name)
         if source is None:
             source = da.from_array(np.asarray(self.constants[name]), chunks=-1)
         packed = source.dtype if isinstance(source, PackedArray) else None
         target = tuple(chunks[letter] if letter else (1,) for letter in letters)
         if target != tuple(source.chunks):
-            self._warn_whole(name, letters, source.chunks, target)
+            self._warn_whole(name, letters, source.chunks)
             source = source.rechunk(target)
         array = source.data if isinstance(source, PackedArray) else source
         return LeafSpec(name, letters, packed), array
 
-    def _warn_whole(self, name, letters, before, after) -> None:
+    def _warn_whole(self, name, letters, before) -> None:
         for axis, letter in enumerate(letters):
             if letter in self.layout.whole and len(before[axis]) > 1:
                 warnings.warn(f"{self.layout.whole_reason[letter]} reads axis {axis} of %{name} whole: "

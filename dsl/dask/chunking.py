@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import UnsupportedError, where
 from ..ir import Graph, Node, TensorType
 from ..ops import registry
@@ -91,6 +93,9 @@ class _Relator:
         self.sets = _UnionFind()
         self.whole: dict = {}
         self.layout = ChunkLayout()
+        self.shapes = {v.name: v.type.shape for v in graph.inputs}
+        self.shapes.update((v.name, v.type.shape) for node in graph.nodes for v in node.outputs)
+        self.shapes.update((name, np.shape(array)) for name, array in constants.items())
 
     def dim(self, value, axis: int) -> Dim:
         return self.sets.find((value.name, axis))
@@ -207,7 +212,7 @@ class _Relator:
             letter = roots.setdefault(root, f"d{len(roots)}")
             layout.letters[item] = letter
             name, axis = item
-            layout.extent[letter] = self._shape(name)[axis]
+            layout.extent[letter] = self.shapes[name][axis]
         for item, reason in self.whole.items():
             letter = layout.letters[item]
             layout.whole.add(letter)
@@ -219,14 +224,6 @@ class _Relator:
                 layout.whole_reason[letter] = f"value %{name} (a dim paired with itself)"
             seen[name].add(letter)
         return layout
-
-    def _shape(self, name: str) -> tuple:
-        if not hasattr(self, "_shapes"):
-            self._shapes = {v.name: v.type.shape for v in self.graph.inputs}
-            for node in self.graph.nodes:
-                self._shapes.update((v.name, v.type.shape) for v in node.outputs)
-            self._shapes.update((k, v.shape) for k, v in self.constants.items())
-        return self._shapes[name]
 
 
 def is_folded(node: Node, constants: dict) -> bool:
