@@ -22,8 +22,10 @@ from test_jit import FUZZ_EXAMPLES, draw_program, program_source
 def test_random_programs_blockwise_equal_the_jit(data):
     x, operands, steps, layout = draw_program(data)
     chunks = tuple(data.draw(st.integers(1, max(size, 1))) for size in x.shape)
+    # array operands become dask arrays chunked their own way: blockwise must align them
+    operand_chunks = [tuple(data.draw(st.integers(1, max(size, 1))) for size in np.shape(a)) for a in operands]
     source = program_source(x, operands, steps, layout)
-    note(source + f"\n# chunks {chunks}")
+    note(source + f"\n# chunks {chunks}, operand chunks {operand_chunks}")
     namespace = {"dsl": dsl}
     exec(source.split("\n# x:")[0], namespace)  # noqa: S102 - the printed program is what runs
     program = namespace["program"]
@@ -31,7 +33,8 @@ def test_random_programs_blockwise_equal_the_jit(data):
         want = program(x, *operands)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", dsl.dask.RechunkWarning)
-            lazy = program(da.from_array(x, chunks=chunks), *operands)
+            lazy = program(da.from_array(x, chunks=chunks),
+                           *[da.from_array(a, chunks=c) for a, c in zip(operands, operand_chunks)])
         got = lazy.compute(scheduler="synchronous")
     assert got.shape == want.shape == lazy.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
