@@ -54,7 +54,10 @@ def _input_type(arg, index: int) -> TensorType:
     return TensorType(dtypes.of_array(np.empty((0,), arg.dtype), f"dsl.dask: argument {index}"), arg.shape)
 
 
-def apply(fn, *args):
+REDUCTIONS = ("whole", "tree")
+
+
+def apply(fn, *args, reductions: str = "whole"):
     """Run a jit function or a Program on dask arrays; returns dask arrays (a tuple for several
     outputs).
 
@@ -63,6 +66,10 @@ def apply(fn, *args):
             (e.g. from ``dsl.from_onnx``) whose inputs are all data (no axes / shape inputs).
         *args: dask arrays, ``dsl.dask.PackedArray`` (packed int4/int2/float4 bytes) or numpy
             arrays (wrapped as one chunk), in input order.
+        reductions: "whole" (default): ReduceSum/Mean/Max read their axes whole (rechunked to
+            one chunk, fused with their producers; results equal the single-machine JIT bit for
+            bit). "tree": dask tree reductions over the chunks (no axis in one chunk; float
+            sums and means add chunk totals in float64, so the last bit may differ).
 
     Returns:
         A lazy dask array per output, with the chunks the plan chose; compute it with any dask
@@ -75,6 +82,8 @@ def apply(fn, *args):
     Example:
         >>> dsl.dask.apply(f, da.ones((8, 512), chunks=(2, -1), dtype="float32")).compute()
     """
+    if reductions not in REDUCTIONS:
+        raise UnsupportedError(f"dsl.dask.apply: reductions={reductions!r}; expected one of {list(REDUCTIONS)}")
     args = [a if is_dask_argument(a) else _da.from_array(np.asarray(a), chunks=-1) for a in args]
     types = [_input_type(a, i) for i, a in enumerate(args)]
     if isinstance(fn, Program):
@@ -83,7 +92,7 @@ def apply(fn, *args):
         fn = fn if isinstance(fn, JitFunction) else JitFunction(fn)
         builder = fn._trace(types)
         name, graph, calls, constants = fn.__name__, builder.graph, builder.calls, builder.constants
-    layout = plan_layout(graph, calls, constants)
+    layout = plan_layout(graph, calls, constants, tree=reductions == "tree")
     outputs = GraphBuilder(name, graph, calls, constants, layout, args).outputs()
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 

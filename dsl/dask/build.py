@@ -13,9 +13,11 @@ from dask.highlevelgraph import HighLevelGraph
 
 from ..errors import where
 from ..ir import Graph, Value
+from ..ops import registry
 from .blocks import BlockProgram, LeafSpec
 from .chunking import ChunkLayout, is_folded
 from .packed import PackedArray
+from .reductions import tree_reduce
 
 
 class RechunkWarning(UserWarning):
@@ -72,8 +74,9 @@ class GraphBuilder:
             if name in self.arrays or name in self.constants or node is None:
                 leaves.append(name)
                 continue
-            if node.name in self.layout.boundaries:
-                self.arrays[name] = self._reshape(node)
+            if node.name in self.layout.boundaries or node.name in self.layout.tree_nodes:
+                self.arrays[name] = (self._reshape(node) if node.name in self.layout.boundaries
+                                     else self._tree_reduce(node))
                 leaves.append(name)
                 continue
             needed.add(name)
@@ -99,6 +102,12 @@ class GraphBuilder:
                           f"{needed}", RechunkWarning, stacklevel=4)
             source = source.rechunk(needed)
         return da.reshape(source, target)
+
+    def _tree_reduce(self, node):
+        """A reduction as a dask tree reduction of the materialized input (reductions="tree")."""
+        kind = registry.get(node.op_type, node.name).kernel.kind
+        return tree_reduce(self.value(node.inputs[0].name), kind, self.calls[id(node)].plan,
+                           node.outputs[0].type.dtype)
 
     # -- one blockwise ------------------------------------------------------------------------
     def materialize(self, values: list) -> list:

@@ -54,6 +54,7 @@ class ChunkLayout:
         whole: letters that must be a single chunk (read across by some op).
         whole_reason: letter -> the op that requires it whole (for messages).
         boundaries: names of Reshape/Flatten nodes that are not pure axis maps.
+        tree_nodes: names of reductions done as dask tree reductions (reductions="tree").
         type_only: (node name, input index) pairs whose input only contributes its element type.
     """
 
@@ -63,6 +64,7 @@ class ChunkLayout:
     whole_reason: dict = field(default_factory=dict)
     boundaries: set = field(default_factory=set)
     type_only: set = field(default_factory=set)
+    tree_nodes: set = field(default_factory=set)
 
     def index(self, value) -> tuple:
         """The value's dims as letters, None for size-1 dims."""
@@ -88,8 +90,8 @@ def _broadcast_pairs(in_shape: tuple, out_shape: tuple) -> list:
 class _Relator:
     """Applies each node's dim relation to the union-find."""
 
-    def __init__(self, graph: Graph, calls: dict, constants: dict):
-        self.graph, self.calls, self.constants = graph, calls, constants
+    def __init__(self, graph: Graph, calls: dict, constants: dict, tree: bool = False):
+        self.graph, self.calls, self.constants, self.tree = graph, calls, constants, tree
         self.sets = _UnionFind()
         self.whole: dict = {}
         self.layout = ChunkLayout()
@@ -156,6 +158,9 @@ class _Relator:
         if plan.identity:
             for axis in range(len(data.type.shape)):
                 self.join(data, axis, out, axis)
+            return
+        if self.tree and node.op_type != "Softmax":  # a dask reduction: its output is a new leaf
+            self.layout.tree_nodes.add(node.name)
             return
         kept = [k for k in range(len(plan.in_shape)) if k not in plan.axes]
         out_axes = kept if plan.keepdims else range(len(kept))
@@ -231,10 +236,11 @@ def is_folded(node: Node, constants: dict) -> bool:
     return all(v.name in constants for v in node.outputs)
 
 
-def plan_layout(graph: Graph, calls: dict, constants: dict) -> ChunkLayout:
+def plan_layout(graph: Graph, calls: dict, constants: dict, tree: bool = False) -> ChunkLayout:
     """The ChunkLayout of a traced graph (static shapes); UnsupportedError for an op without
-    a chunk rule."""
-    relator = _Relator(graph, calls, constants)
+    a chunk rule. ``tree``: reductions become dask tree reductions instead of reading their
+    axes whole."""
+    relator = _Relator(graph, calls, constants, tree)
     for value in graph.inputs:
         if not isinstance(value.type, TensorType) or not value.type.is_static:
             raise UnsupportedError(f"dsl.dask: input {value.name!r} has type {value.type}; expected a tensor "

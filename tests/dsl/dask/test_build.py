@@ -294,3 +294,31 @@ def test_an_onnx_program_runs_blockwise_like_program_run():
         dsl.dask.apply(program, da.from_array(MASK), da.from_array(SCORES.astype(np.float64)))
     with pytest.raises(dsl.ShapeError, match=r"input 'mask' has shape \[4, 32\]"):
         dsl.dask.apply(program, da.from_array(MASK[:, :32]), da.from_array(SCORES))
+
+
+@dsl.jit
+def stats(x):
+    return (dsl.reduce_sum(x, [1], keepdims=0), dsl.reduce_mean(x, [0, 1], keepdims=1),
+            dsl.reduce_max(x, [0], keepdims=0), dsl.reduce_sum(x + x, [0, 1], keepdims=0))
+
+
+@pytest.mark.parametrize("np_type", [np.float32, np.float64, np.float16, "bfloat16", np.int32, np.int64, np.uint32])
+def test_tree_reductions_read_no_axis_whole(np_type):
+    dt = dsl.dtype(np_type)
+    x = ((RNG.random((13, 17)) - 0.3) * 50).astype(dt.np_dtype)
+    x[3, 4] = x[3, 4] if dt.kind != "float" else np.nan  # NaN propagates through sum, mean and max
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RechunkWarning)  # nothing is rechunked to one chunk
+        lazy = dsl.dask.apply(stats, da.from_array(x, chunks=(4, 5)), reductions="tree")
+    assert not any("rechunk" in name for name in lazy[0].dask.layers)
+    for got, want, arr in zip(dask.compute(*lazy), stats(x), lazy):
+        assert got.dtype == want.dtype and got.shape == want.shape == arr.shape
+        if dt.kind == "float":  # chunk totals add in float64: the last bit may differ
+            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-6 if dt.bits > 16 else 1e-2)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def test_reductions_mode_is_checked():
+    with pytest.raises(dsl.UnsupportedError, match=r"reductions='pairwise'; expected one of \['whole', 'tree'\]"):
+        dsl.dask.apply(stats, da.ones((4, 4), chunks=2), reductions="pairwise")
