@@ -56,11 +56,17 @@ def load(dt: DType, packed: bool, raw: str, index: str, table: str) -> str:
         return f"_bits.bf16_to_f32({code})"
     if name in TABLE_FLOATS:
         return f"{table}[np.int64({code}) & 255]"
+    return sub_byte_value(name, f"np.int64({code})")
+
+
+def sub_byte_value(name: str, value: str) -> str:
+    """The integer expression ``value`` wrapped to sub-byte int type ``name`` (its low bits,
+    two's complement when signed), as the type's compute domain int8 / uint8."""
     bits, signed = SUB_BYTE_INTS[name]
     mask, sign = (1 << bits) - 1, 1 << (bits - 1)
     if signed:
-        return f"np.int8(((np.int64({code}) & {mask}) ^ {sign}) - {sign})"
-    return f"np.uint8(np.int64({code}) & {mask})"
+        return f"np.int8((({value} & {mask}) ^ {sign}) - {sign})"
+    return f"np.uint8({value} & {mask})"
 
 
 def _load_packed(dt: DType, raw: str, index: str, table: str) -> str:
@@ -120,12 +126,7 @@ def coerce(expr: str, src_domain: str, dt: DType, saturate: bool = True, round_m
         return f"_bits.bf16_to_f32(_bits.f32_to_bf16({narrow}))"
     if name in TABLE_FLOATS:
         return f"_T_{name}[{encoder_name(name, saturate, round_mode)}({narrow})]"
-    bits, signed = SUB_BYTE_INTS[name]
-    value = f"_trunc_int({expr})" if is_float_domain(src_domain) else f"np.int64({expr})"
-    mask, sign = (1 << bits) - 1, 1 << (bits - 1)
-    if signed:
-        return f"np.int8((({value} & {mask}) ^ {sign}) - {sign})"
-    return f"np.uint8({value} & {mask})"
+    return sub_byte_value(name, f"_trunc_int({expr})" if is_float_domain(src_domain) else f"np.int64({expr})")
 
 
 def store(dt: DType, value: str) -> str:

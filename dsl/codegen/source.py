@@ -143,8 +143,7 @@ def _nibble(dt, byte: str, k: int) -> str:
     """Element k (0: low nibble, 1: high) of the int32 ``byte``: shifts by constants, which
     vectorize (a per-element table lookup is a gather)."""
     if dt.onnx_name in scalar.SUB_BYTE_INTS:
-        code = f"({byte} & 15)" if k == 0 else f"({byte} >> 4)"
-        return f"np.int8(({code} ^ 8) - 8)" if scalar.SUB_BYTE_INTS[dt.onnx_name][1] else f"np.uint8({code})"
+        return scalar.sub_byte_value(dt.onnx_name, byte if k == 0 else f"({byte} >> 4)")
     return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64(1)) | np.uint64({k})]"
 
 
