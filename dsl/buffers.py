@@ -1,4 +1,4 @@
-"""A pool of large result buffers, reused once nothing refers to them."""
+"""A pool of large result buffers, 64-byte aligned, reused once nothing refers to them."""
 from __future__ import annotations
 
 import sys
@@ -7,13 +7,17 @@ import threading
 import numpy as np
 
 
+ALIGN = 64  # a cache line: streaming stores write whole aligned lines
+
+
 class BufferPool:
     """Reuses large output buffers whose results the caller has dropped.
 
     A fresh multi-megabyte np.empty costs a page fault per 4 KiB on first write (about as much
     as the kernel itself); a pooled buffer is reused only when nothing but the pool refers to
-    it (every array handed out is a view whose base is the pooled buffer, so a live result,
-    or any view of it, keeps its buffer out of reuse).
+    it. Every large buffer is a 64-byte aligned slice of a byte array (so kernels may stream
+    whole cache lines into it); numpy gives every view of it, and every view of a view, that
+    byte array as its base, so a live result, or any view of it, keeps its buffer out of reuse.
     """
 
     MIN_BYTES = 1 << 20
@@ -28,17 +32,29 @@ class BufferPool:
 
     def empty(self, count: int, dtype) -> np.ndarray:
         dtype = np.dtype(dtype)
-        if count * dtype.itemsize < self.MIN_BYTES or not self.ENABLED:
+        if count * dtype.itemsize < self.MIN_BYTES:
             return np.empty(count, dtype)
+        if not self.ENABLED:
+            return aligned_empty(count, dtype)
         with self._lock:
             held = self._free.setdefault((count, dtype.str), [])
             for buffer in held:
-                if sys.getrefcount(buffer) <= 3:  # the list, the loop variable, the call's argument
+                # the buffer: the list, the loop variable, the call's argument (a running kernel's
+                # output list would be a fourth); its byte array: the buffer, the argument
+                if sys.getrefcount(buffer) <= 3 and sys.getrefcount(buffer.base) <= 2:
                     return buffer
-            buffer = np.empty(count, dtype)
+            buffer = aligned_empty(count, dtype)
             if len(held) < self.PER_SIZE:
                 held.append(buffer)
             return buffer
+
+
+def aligned_empty(count: int, dtype, align: int = ALIGN) -> np.ndarray:
+    """An uninitialized 1-d array whose data starts on an ``align``-byte boundary."""
+    dtype = np.dtype(dtype)
+    raw = np.empty(count * dtype.itemsize + align, np.uint8)
+    start = -raw.ctypes.data % align
+    return raw[start:start + count * dtype.itemsize].view(dtype)
 
 
 POOL = BufferPool()

@@ -3,6 +3,8 @@
 numba has no float16 on the CPU and no scalar bitcast, so generated kernels carry float16
 and bfloat16 as uint16 bits and convert with these helpers (exact decode, RNE encode).
 """
+import platform
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -204,3 +206,46 @@ def u64_to_f64_odd(x):
     if back == value:
         return f
     return _odd_step(f, back > value)
+
+
+# ---- streaming (non-temporal) stores ------------------------------------------------------------
+_NONTEMPORAL = ir.Constant(ir.IntType(32), 1)
+
+
+@intrinsic
+def stream_store(typingctx, array, index, value):
+    """``array[index] = value`` as a non-temporal store: the cache line is written without
+    being read first (a plain store reads it: a third of a streaming kernel's traffic) and is
+    not kept in the caches. The store claims 64-byte alignment, which lets LLVM's vectorizer
+    emit aligned streaming vector stores (vmovntps); the caller guarantees that every run of
+    stores the vectorizer groups starts on a 64-byte boundary (runtime.py checks the buffer
+    and the row length). Finish with ``stream_fence()`` before another thread reads."""
+    if not (isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, _, value_type = signature.args
+        data = context.make_array(array_type)(context, builder, args[0]).data
+        value = context.cast(builder, args[2], value_type, array_type.dtype)
+        stored = context.data_model_manager[array_type.dtype].as_data(builder, value)
+        store = builder.store(stored, builder.gep(data, [args[1]]), align=64)
+        store.set_metadata("nontemporal", builder.module.add_metadata([_NONTEMPORAL]))
+        return context.get_dummy_value()
+    return types.void(array, index, value), codegen
+
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+@intrinsic
+def stream_fence(typingctx):
+    """Orders this thread's streaming stores before whatever it does next, e.g. reporting the
+    kernel done to another thread: sfence on x86 (which streaming stores need), else a full
+    fence."""
+    def codegen(context, builder, signature, args):
+        if _X86:
+            builder.call(builder.module.declare_intrinsic("llvm.x86.sse.sfence", (), ir.FunctionType(ir.VoidType(), [])), [])
+        else:
+            builder.fence("seq_cst")
+        return context.get_dummy_value()
+    return types.void(), codegen

