@@ -8,6 +8,7 @@ import numpy as np
 
 from . import trace as tracing
 from .errors import DslError, InputError
+from .codegen.compile import prepare_backend
 from .ir import Graph, TensorType
 from .ops import registry
 from .passes.fuse import KernelStep, NodeStep, partition
@@ -104,6 +105,7 @@ class JitFunction:
         self.__doc__ = getattr(fn, "__doc__", None)
         self._cache: dict = {}
         self._lock = threading.Lock()
+        prepare_backend()
 
     def __getstate__(self) -> dict:
         """Pickles as the Python function and opset (dask / multiprocessing ship jit functions);

@@ -235,8 +235,10 @@ class KernelRunner:
             # rank 1: spans start on multiples of 64 elements (a cache line for streaming
             # stores, a byte for packed leaves); above, rows start even (packed rows on a byte)
             bounds[1:-1] &= ~63 if len(shape) == 1 else ~1
+            # the calling thread runs the last span itself: one thread fewer to wake (and wait for)
             futures = [_pool().submit(kernel, int(a), int(b), shape, *args, *outs)
-                       for a, b in zip(bounds[:-1], bounds[1:])]
+                       for a, b in zip(bounds[:-2], bounds[1:-1])]
+            kernel(int(bounds[-2]), rows, shape, *args, *outs)
             for future in futures:
                 future.result()
         else:
