@@ -291,23 +291,32 @@ def _quantize_schemas() -> tuple[Schema, ...]:
 
 def _quantize_expr(call: Call, args: list, domains: list) -> str:
     x, scale = args[0], args[1]
-    zp = args[2] if len(args) > 2 and args[2] is not None else "0"
-    low, high = _INT_RANGES[call.plan[1].onnx_name]
-    return f"_bits.quantize_to_int(np.float32(np.float32({x}) / np.float32({scale})), {zp}, {low}, {high})"
+    zp = args[2] if len(args) > 2 else None
+    quotient = f"np.float32(np.float32({x}) / np.float32({scale}))"
+    out = call.plan[1].onnx_name
+    if out in _INT_RANGES:
+        low, high = _INT_RANGES[out]
+        return f"_bits.quantize_to_int({quotient}, {zp or 0}, {low}, {high})"
+    # float8 / float4 outputs: quotient + zero point in float32, then the generator's Cast to the
+    # output type with the saturate attribute (as the reference)
+    return quotient if zp is None else f"np.float32({quotient} + np.float32({zp}))"
+
+
+def _quantize_domain(call: Call, domains: list) -> str:
+    return "int64" if call.plan[1].onnx_name in _INT_RANGES else "float32"
 
 
 def _quantize_fusable(call: Call) -> bool:
-    """The kernel covers the float32 division (y_scale float32, no other precision) to an integer
-    type per tensor or per axis; float8/float4 outputs, other precisions and blocks use the
-    reference."""
-    if call.plan is None or call.plan[0][0] == "block" or call.plan[1].onnx_name not in _INT_RANGES:
+    """The kernel covers the float32 division (y_scale float32, no other precision) per tensor
+    or per axis, to any output type; other precisions and blocks use the reference."""
+    if call.plan is None or call.plan[0][0] == "block":
         return False
     precision = call.attrs.get("precision") or 0
     return call.types[1].dtype.onnx_name == "float" and precision in (0, dtypes.dtype("float").onnx_code)
 
 
 _QUANTIZE_KERNEL = Elementwise(
-    expr=_quantize_expr, result_domain=lambda call, domains: "int64", input_path=_param_path,
+    expr=_quantize_expr, result_domain=_quantize_domain, input_path=_param_path,
     fusable=_quantize_fusable)
 
 

@@ -510,3 +510,25 @@ def test_quantize_in_a_fused_kernel_equals_the_reference(name, x_type, axis):
     want = dsl.quantize_linear(x, np.asarray(scale), zp, axis=1 if axis is None else axis)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
     assert f.executable(x, np.asarray(scale), zp).kernel_count == 1
+
+
+@pytest.mark.parametrize("name", [*FLOAT8, "float4e2m1"])
+@pytest.mark.parametrize("saturate", [True, False])
+@pytest.mark.parametrize("x_type, axis", [(np.float32, None), (ml_dtypes.bfloat16, 1), (np.float16, 0), (np.int32, None)])
+def test_quantize_to_floats_in_a_fused_kernel_equals_the_reference(name, saturate, x_type, axis):
+    """float8 / float4 outputs fuse too: float32 quotient + zero point, then Cast with saturate:
+    overflow, Inf, NaN, rounding ties and zero points give the reference's bits."""
+    rng = np.random.default_rng(len(name) + saturate)
+    values = np.concatenate([np.array([1e6, -1e6, np.nan, np.inf, -np.inf, 0.0, -0.0, 2.5, 3.5, 0.3]),
+                             rng.standard_normal(50) * 20])
+    x = np.nan_to_num(values, nan=7, posinf=1e6, neginf=-1e6) if x_type == np.int32 else values
+    with np.errstate(over="ignore"):
+        x = x.reshape(5, 12).astype(x_type)
+    scale = np.float32(0.75) if axis is None else np.linspace(0.5, 2.0, x.shape[axis]).astype(np.float32)
+    zp = np.resize(np.array([0.0, 0.5, -1.0]), np.shape(scale)).astype(np_type(name))
+    kw = dict(axis=1 if axis is None else axis, saturate=saturate)
+    f = dsl.jit(lambda x, s, z: dsl.quantize_linear(x, s, z, **kw))
+    got = f(x, np.asarray(scale), zp)
+    want = dsl.quantize_linear(x, np.asarray(scale), zp, **kw)
+    assert got.dtype == want.dtype and got.view(np.uint8).tolist() == want.view(np.uint8).tolist()
+    assert f.executable(x, np.asarray(scale), zp).kernel_count == 1
