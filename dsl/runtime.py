@@ -14,6 +14,7 @@ from math import prod
 import numpy as np
 
 from kernels import copy as copy_kernels
+from kernels import packed as packed_kernels
 
 from .buffers import ALIGN, POOL
 from .codegen import scalar
@@ -21,7 +22,7 @@ from .codegen.compile import compile_kernel
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
 from .passes.fuse import KernelStep, NodeStep
 from .tensor import Tensor, _span_of
-from .view import View
+from .view import BlockedView, View
 
 PARALLEL_THRESHOLD = 1 << 16  # elements; below this one thread beats the hand-off cost
 
@@ -81,6 +82,13 @@ def _storage(obj, dt):
 
 def _materialize(buffer, view, packed, dt):
     """A contiguous copy of what ``view`` reads (a path step that cannot stay a view)."""
+    if isinstance(view, BlockedView):  # a blocked parameter a view op reshapes: gather it
+        index = view.take().reshape(-1)
+        if not packed:
+            return buffer[index], View.contiguous(view.shape), False
+        per = 8 // dt.bits
+        codes = (buffer[index // per] >> ((index % per) * dt.bits).astype(np.uint8)) & ((1 << dt.bits) - 1)
+        return packed_kernels.pack(codes.astype(np.uint8), dt.bits), View.contiguous(view.shape), True
     if packed:
         raw = copy_kernels.materialize_packed(buffer, dt.bits, view.shape, view.strides, view.offset)
         return raw, View.contiguous(view.shape), True
@@ -100,28 +108,48 @@ def _walk(buffer, view, packed, dt, path):
     return buffer, view, packed, stayed
 
 
+def _blocks(view) -> tuple:
+    """Per-dim block divisors of a leaf's View (1: a plain dim; a dim read with stride 0 is
+    plain whatever its block)."""
+    blocks = getattr(view, "blocks", None) or (1,) * len(view.shape)
+    return tuple(1 if stride == 0 else block for stride, block in zip(view.strides, blocks))
+
+
 def _coalesce(shape, leaf_views, keep_last: bool = False):
     """Merge adjacent dims that every leaf (and the C-contiguous output) walks linearly.
-    With ``keep_last`` the last dim stays separate and at least one dim precedes it."""
+    With ``keep_last`` the last dim stays separate and at least one dim precedes it.
+    Returns (shape, per-leaf strides, per-leaf block divisors); a blocked dim never merges."""
     if keep_last:
-        outer, outer_strides = _coalesce(shape[:-1], [View(v.shape[:-1], v.strides[:-1]) for v in leaf_views])
-        return outer + (shape[-1],), [st + (v.strides[-1],) for st, v in zip(outer_strides, leaf_views)]
+        outer_views = [BlockedView(v.shape[:-1], v.strides[:-1], 0, _blocks(v)[:-1]) for v in leaf_views]
+        outer, outer_strides, outer_blocks = _coalesce(shape[:-1], outer_views)
+        return (outer + (shape[-1],), [st + (v.strides[-1],) for st, v in zip(outer_strides, leaf_views)],
+                [bl + (_blocks(v)[-1],) for bl, v in zip(outer_blocks, leaf_views)])
     dims = [k for k, d in enumerate(shape) if d != 1] or [len(shape)]
     if len(shape) == 0 or dims == [len(shape)]:
-        return (1,), [(0,) for _ in leaf_views]
+        return (1,), [(0,) for _ in leaf_views], [(1,) for _ in leaf_views]
+    blocks = [_blocks(v) for v in leaf_views]
     out_shape = [shape[dims[0]]]
     out_strides = [[v.strides[dims[0]]] for v in leaf_views]
+    out_blocks = [[b[dims[0]]] for b in blocks]
     for k in dims[1:]:
         size = shape[k]
-        if all(st[-1] == v.strides[k] * size for st, v in zip(out_strides, leaf_views)):
+        if all(st[-1] == v.strides[k] * size and bl[-1] == 1 and b[k] == 1
+               for st, v, bl, b in zip(out_strides, leaf_views, out_blocks, blocks)):
             out_shape[-1] *= size
             for st, v in zip(out_strides, leaf_views):
                 st[-1] = v.strides[k]
         else:
             out_shape.append(size)
-            for st, v in zip(out_strides, leaf_views):
+            for st, bl, v, b in zip(out_strides, out_blocks, leaf_views, blocks):
                 st.append(v.strides[k])
-    return tuple(out_shape), [tuple(st) for st in out_strides]
+                bl.append(b[k])
+    return tuple(out_shape), [tuple(st) for st in out_strides], [tuple(bl) for bl in out_blocks]
+
+
+def _leaf_kinds(packed: list, strides: list, blocks: list) -> list[tuple]:
+    """Kernel variant key per leaf: (packed, inner stride kind[, block divisors if blocked])."""
+    return [(p, _inner_kind(st[-1])) + ((bl,) if any(b != 1 for b in bl) else ())
+            for p, st, bl in zip(packed, strides, blocks)]
 
 
 def _inner_kind(stride: int) -> int:
@@ -176,8 +204,8 @@ class KernelRunner:
             for _, transform in leaf.path:  # a step that cannot stay a view reads a contiguous copy
                 view = transform(view) or transform(View.contiguous(view.shape))
             views.append(view)
-        shape, strides = _coalesce(self.group.shape, views, keep_last=self.row is not None)
-        kinds = [(leaf.dtype.packed, _inner_kind(st[-1])) for leaf, st in zip(self.group.leaves, strides)]
+        shape, strides, blocks = _coalesce(self.group.shape, views, keep_last=self.row is not None)
+        kinds = _leaf_kinds([leaf.dtype.packed for leaf in self.group.leaves], strides, blocks)
         return self._source(len(shape), kinds, self._streamed(shape))
 
     def _plan(self, objs, stream: bool = True):
@@ -189,8 +217,8 @@ class KernelRunner:
             cacheable &= stayed
             storages.append((buffer, packed))
             views.append(view)
-        shape, strides = _coalesce(self.group.shape, views, keep_last=self.row is not None)
-        kinds = [(packed, _inner_kind(st[-1])) for (_, packed), st in zip(storages, strides)]
+        shape, strides, blocks = _coalesce(self.group.shape, views, keep_last=self.row is not None)
+        kinds = _leaf_kinds([packed for _, packed in storages], strides, blocks)
         streamed = self._streamed(shape) if stream else ()
         kernel = compile_kernel(self._source(len(shape), kinds, streamed))
         params = []

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
+import numpy as np
+
 
 def _canonical(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(0 if dim == 1 else stride for dim, stride in zip(shape, strides))
@@ -146,3 +148,78 @@ class View:
             return None
         step = flat.strides[0] if self.size > 1 else 0
         return View(outer.shape, tuple(s * step for s in outer.strides), self.offset + outer.offset * step)
+
+
+@dataclass(frozen=True)
+class BlockedView(View):
+    """A View whose dim k moves through the buffer once every ``blocks[k]`` indices: element
+    ``idx`` is at ``offset + sum((idx[k] // blocks[k]) * strides[k])``.
+
+    This is how a blocked quantization parameter (one value per ``block_size`` run of the data
+    along an axis, ceil(D / block_size) values) reads at the data's shape. Fused kernels index
+    it directly; broadcasting, unsqueeze, squeeze and permutations keep it blocked; any other
+    transform returns None, so the runtime copies it out (``take``) and goes on with a View.
+    """
+
+    blocks: tuple[int, ...] = ()
+
+    def __post_init__(self):
+        super().__post_init__()
+        assert len(self.blocks) == len(self.shape) and all(b >= 1 for b in self.blocks)
+
+    @staticmethod
+    def spread(view: View, axis: int, block: int, size: int) -> "BlockedView":
+        """``view`` (ceil(size / block) values along ``axis``) read at ``size`` along it."""
+        assert view.shape[axis] == -(-size // block)
+        shape = view.shape[:axis] + (size,) + view.shape[axis + 1:]
+        blocks = [*getattr(view, "blocks", (1,) * view.rank)]
+        blocks[axis] = block
+        return BlockedView(shape, view.strides, view.offset, tuple(blocks))
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.size == 0 or (View.is_contiguous.fget(self) and all(b == 1 for b in self.blocks))
+
+    def span(self) -> tuple[int, int]:
+        if self.size == 0:
+            return self.offset, self.offset
+        reach = [s * ((d - 1) // b) for d, s, b in zip(self.shape, self.strides, self.blocks)]
+        return self.offset + sum(r for r in reach if r < 0), self.offset + sum(r for r in reach if r > 0) + 1
+
+    def take(self) -> "np.ndarray":
+        """The buffer element index of every element, C order (int64, this view's shape)."""
+        index = np.full(self.shape, self.offset, np.int64)
+        for k, (d, s, b) in enumerate(zip(self.shape, self.strides, self.blocks)):
+            step = (np.arange(d, dtype=np.int64) // b) * s
+            index += step.reshape((d,) + (1,) * (self.rank - k - 1))
+        return index
+
+    def unsqueeze(self, axes) -> "BlockedView":
+        plain = View.unsqueeze(self, axes)
+        inserted = set(axes)
+        blocks = iter(self.blocks)
+        return BlockedView(plain.shape, plain.strides, self.offset,
+                           tuple(1 if pos in inserted else next(blocks) for pos in range(plain.rank)))
+
+    def squeeze(self, axes) -> "BlockedView":
+        plain = View.squeeze(self, axes)
+        return BlockedView(plain.shape, plain.strides, self.offset,
+                           tuple(b for k, b in enumerate(self.blocks) if k not in set(axes)))
+
+    def permute(self, perm) -> "BlockedView":
+        plain = View.permute(self, perm)
+        return BlockedView(plain.shape, plain.strides, self.offset, tuple(self.blocks[p] for p in perm))
+
+    def expand(self, shape) -> "BlockedView":
+        plain = View.expand(self, shape)
+        lead = len(shape) - self.rank
+        return BlockedView(plain.shape, plain.strides, self.offset, (1,) * lead + self.blocks)
+
+    def slice(self, axis, start, stop, step=1):
+        return None
+
+    def reshape(self, shape):
+        return None
+
+    def compose(self, outer):
+        return None

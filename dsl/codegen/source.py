@@ -59,7 +59,7 @@ def _header(group: Group, rank: int, outputs: int, leaf_kinds) -> list[str]:
         params += [f"b{i}", f"o{i}", f"s{i}"]
     params += [f"out{j}" for j in range(outputs)]
     packed_tables = sorted({scalar.packed_table_source(leaf.dtype)
-                            for leaf, (packed, _) in zip(group.leaves, leaf_kinds) if packed})
+                            for leaf, kind in zip(group.leaves, leaf_kinds) if kind[0]})
     lines = [PREAMBLE, _TRUNC, *_helpers(group), *packed_tables, "",
              f"@numba.njit(cache=True, nogil=True, error_model='numpy')",
              f"def kernel({', '.join(params)}):"]
@@ -73,7 +73,20 @@ def _header(group: Group, rank: int, outputs: int, leaf_kinds) -> list[str]:
     return lines
 
 
-def _loop(k: int, count: int, rank: int, ind: str) -> list[str]:
+def _block(leaf_kinds, i: int, k: int) -> int:
+    """Leaf i's block divisor along coalesced dim k (1 unless it is a blocked parameter)."""
+    kind = leaf_kinds[i] if leaf_kinds is not None else ()
+    return kind[2][k] if len(kind) > 2 else 1
+
+
+def _step(i: int, k: int, leaf_kinds) -> str:
+    """Leaf i's offset contribution of loop index i{k}: i{k} * stride, or (i{k} // block) *
+    stride for a blocked parameter (a literal divisor: a shift for powers of two)."""
+    block = _block(leaf_kinds, i, k)
+    return f"i{k} * s{i}_{k}" if block == 1 else f"(i{k} // np.uint64({block})) * s{i}_{k}"
+
+
+def _loop(k: int, count: int, rank: int, ind: str, leaf_kinds=None) -> list[str]:
     """Header of loop k: its output index q{k} and, above the innermost dim, leaf offsets."""
     loop = "range(np.uint64(start), np.uint64(stop))" if k == 0 else f"range(n{k})"
     inner = ind + "    "
@@ -81,20 +94,23 @@ def _loop(k: int, count: int, rank: int, ind: str) -> list[str]:
              f"{inner}q{k} = " + (f"i{k}" if k == 0 else f"q{k - 1} * n{k} + i{k}")]
     if k < rank - 1:
         prev = "m1" if k == 0 else str(k - 1)
-        lines += [f"{inner}p{i}_{k} = p{i}_{prev} + i{k} * s{i}_{k}" for i in range(count)]
+        lines += [f"{inner}p{i}_{k} = p{i}_{prev} + {_step(i, k, leaf_kinds)}" for i in range(count)]
     return lines
 
 
-def _split_hoisted(group: Group, loads: dict, leaf_kinds) -> tuple[list[str], list[str]]:
+def _split_hoisted(group: Group, loads: dict, leaf_kinds, blocked_fixed: bool = False) -> tuple[list[str], list[str]]:
     """(lines whose value does not change along the innermost dim: loads of leaves broadcast
     along it and what is computed from those alone; all other lines). Hoisting the computed
     ones matters beyond speed: LLVM's loop vectorizer takes time exponential in the depth of a
-    loop-invariant chain left inside the loop (4 float16 round trips in a row kernel: minutes)."""
+    loop-invariant chain left inside the loop (4 float16 round trips in a row kernel: minutes).
+    With ``blocked_fixed`` leaves blocked along the inner dim count as fixed too (inside one
+    block of a tiled loop, see _inner_loop)."""
     hoisted, rest, invariant = [], [], set()
     for line in group.lines:
         var, expr = line.split(" = ", 1)
         if expr in loads:
-            moves = leaf_kinds[int(expr[4:])][1] != INNER_BROADCAST
+            i = int(expr[4:])
+            moves = leaf_kinds[i][1] != INNER_BROADCAST and not (blocked_fixed and _block(leaf_kinds, i, -1) != 1)
         else:
             moves = any(name not in invariant for name in re.findall(r"\bt\d+\b", expr))
         if not moves:
@@ -103,27 +119,66 @@ def _split_hoisted(group: Group, loads: dict, leaf_kinds) -> tuple[list[str], li
     return hoisted, rest
 
 
-def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple[bool, int]], stream: tuple = ()) -> str:
-    """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner).
+def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = ()) -> str:
+    """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)
+    or, for a blocked parameter, (packed, inner, block divisor per dim).
     Outputs whose index is in ``stream`` are written with streaming stores (see _store)."""
     body = _header(group, rank, len(group.sinks), leaf_kinds)
     loads = _loads(group, rank, leaf_kinds)
-    hoisted, lines = _split_hoisted(group, loads, leaf_kinds)
-    pairs = _byte_pair_leaves(group, leaf_kinds)
-    for k in range(rank - (1 if pairs else 0)):
-        ind = "    " * (k + 1)
-        if k == rank - 1:
-            body += [ind + line for line in hoisted]
-        body += _loop(k, len(group.leaves), rank, ind)
-    if pairs:
-        ind = "    " * rank
-        body += [ind + line for line in hoisted]
-        body += [ind + line for line in _pair_loop(group, rank, leaf_kinds, pairs, loads, lines, stream)]
-    else:
-        ind = "    " * (rank + 1)
-        body += [ind + line for line in lines]
-        body += [ind + line for line in _stores(group, rank, stream)]
+    for k in range(rank - 1):
+        body += _loop(k, len(group.leaves), rank, "    " * (k + 1), leaf_kinds)
+    last, ind = rank - 1, "    " * rank
+    lo, hi = ("np.uint64(start)", "np.uint64(stop)") if rank == 1 else ("np.uint64(0)", f"n{last}")
+    q = f"q{last} = " + (f"i{last}" if rank == 1 else f"q{last - 1} * n{last} + i{last}")
+    stores = _stores(group, rank, stream)
+    body += [ind + line for line in _split_hoisted(group, loads, leaf_kinds)[0]]
+    body += [ind + line for line in _inner_loop(group, rank, leaf_kinds, loads, lo, hi,
+                                                lambda lines: [q, *lines, *stores])]
     return "\n".join(body + _fence(stream)) + "\n"
+
+
+def _inner_block(leaf_kinds, last: int) -> int:
+    """The block size of the leaves blocked along the inner dim (0: none, or sizes differ)."""
+    blocks = {_block(leaf_kinds, i, last) for i in range(len(leaf_kinds))} - {1}
+    return blocks.pop() if len(blocks) == 1 else 0
+
+
+def _inner_loop(group: Group, rank: int, leaf_kinds, loads: dict, lo: str, hi: str, wrap) -> list[str]:
+    """The innermost loop, i{last} over [lo, hi); ``wrap(lines)`` gives an element's statements
+    around its computed lines (the caller hoists what is fixed along the whole dim).
+
+    Parameters blocked along this dim (one value per run of B elements: blocked quantization
+    along the last axis) are tiled: a loop over blocks loads them, and computes what depends
+    only on them, once per block; the elements of a block then run as a plain loop (or a byte
+    pair loop) that LLVM vectorizes (an int4 [4096, 8192] dequant with blocks of 32: 14 -> 5 ms)."""
+    last = rank - 1
+    pairs = _byte_pair_leaves(group, leaf_kinds)
+    block = _inner_block(leaf_kinds, last)
+    if not block:
+        return _elements(group, rank, leaf_kinds, pairs, loads, lo, hi, wrap, False)
+    prev = "m1" if rank == 1 else str(rank - 2)
+    tiled = dict(loads)
+    tiled.update((f"LOAD{i}", _load(group, leaf_kinds, i, f"p{i}_{prev} + bk_ * s{i}_{last}"))
+                 for i in range(len(group.leaves)) if _block(leaf_kinds, i, last) != 1)
+    outer = {line.split(" = ")[0] for line in _split_hoisted(group, loads, leaf_kinds)[0]}
+    per_block = [line for line in _split_hoisted(group, tiled, leaf_kinds, True)[0] if line.split(" = ")[0] not in outer]
+    size = f"np.uint64({block})"
+    return [f"lo0_ = {lo}", f"hi0_ = {hi}",
+            f"for bk_ in range(lo0_ // {size}, (hi0_ + np.uint64({block - 1})) // {size}):",
+            f"    lob_ = max(lo0_, bk_ * {size})", f"    hib_ = min(hi0_, bk_ * {size} + {size})",
+            *["    " + line for line in per_block],
+            *["    " + line for line in _elements(group, rank, leaf_kinds, pairs, tiled, "lob_", "hib_", wrap, True)]]
+
+
+def _elements(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,
+              wrap, blocked_fixed: bool) -> list[str]:
+    """Element loop i{last} over [lo, hi): byte pairs when ``pairs``, else one element a step."""
+    last = rank - 1
+    one = wrap(_split_hoisted(group, loads, leaf_kinds, blocked_fixed)[1])
+    if pairs:
+        return _byte_pairs(group, rank, leaf_kinds, pairs, loads, lo, hi, wrap, one, blocked_fixed)
+    span = f"range({hi})" if lo == "np.uint64(0)" else f"range({lo}, {hi})"
+    return [f"for i{last} in {span}:", *["    " + line for line in one]]
 
 
 def _store(j: int, index: str, value: str, stream: tuple) -> str:
@@ -147,8 +202,10 @@ def _stores(group: Group, rank: int, stream: tuple = ()) -> list[str]:
 
 def _byte_pair_leaves(group: Group, leaf_kinds) -> list[int]:
     """Indices of 4-bit packed leaves read with unit inner stride, when every packed leaf read
-    along the inner dim is one: such kernels walk the inner dim a byte (two elements) at a time."""
-    moving = [i for i, (packed, inner) in enumerate(leaf_kinds) if packed and inner != INNER_BROADCAST]
+    along the inner dim is one: such kernels walk the inner dim a byte (two elements) at a time.
+    (A blocked packed parameter loads per element inside that loop.)"""
+    moving = [i for i, kind in enumerate(leaf_kinds)
+              if kind[0] and kind[1] != INNER_BROADCAST and _block(leaf_kinds, i, -1) == 1]
     if moving and all(leaf_kinds[i][1] == INNER_UNIT and group.leaves[i].dtype.bits == 4 for i in moving):
         return moving
     return []
@@ -162,19 +219,8 @@ def _nibble(dt, byte: str, k: int) -> str:
     return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64(1)) | np.uint64({k})]"
 
 
-def _pair_loop(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lines: list,
-               stream: tuple) -> list[str]:
-    """The elementwise innermost loop over byte pairs (see _byte_pairs)."""
-    last = rank - 1
-    lo, hi = ("np.uint64(start)", "np.uint64(stop)") if rank == 1 else ("np.uint64(0)", f"n{last}")
-    q = f"q{last} = " + (f"i{last}" if rank == 1 else f"q{last - 1} * n{last} + i{last}")
-    stores = _stores(group, rank, stream)
-    return _byte_pairs(group, rank, leaf_kinds, pairs, loads, lo, hi,
-                       lambda body: [q, *body, *stores], [q, *lines, *stores])
-
-
 def _byte_pairs(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,
-                wrap, one: list[str]) -> list[str]:
+                wrap, one: list[str], blocked_fixed: bool = False) -> list[str]:
     """Inner loop i{last} in [lo, hi) two elements per step while every byte-pair leaf starts on
     a byte boundary: one byte load, both nibbles decoded by constant shifts (measured 1.8x on an
     int4 dequant); an odd tail element and odd starts run ``one`` (the one-element body).
@@ -185,7 +231,7 @@ def _byte_pairs(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: di
     def element(k: int) -> list[str]:
         decoded = dict(loads)
         decoded.update((f"LOAD{i}", _nibble(group.leaves[i].dtype, f"pk{i}", k)) for i in pairs)
-        return wrap(_split_hoisted(group, decoded, leaf_kinds)[1])
+        return wrap(_split_hoisted(group, decoded, leaf_kinds, blocked_fixed)[1])
 
     step = ["    " + line for line in
             [f"i{last} = lo_ + (jj << np.uint64(1))",
@@ -231,28 +277,21 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
     body = _header(group, rank, len(kinds), leaf_kinds)
     value_domain = scalar.domain(group.sinks[0].type.dtype)
     is_float = scalar.is_float_domain(value_domain)
-    hoisted, lines = _split_hoisted(group, _loads(group, rank, leaf_kinds), leaf_kinds)
+    loads = _loads(group, rank, leaf_kinds)
+    hoisted = _split_hoisted(group, loads, leaf_kinds)[0]
     last = rank - 1
     body.append(f"    rowlen = np.uint64(shape[{last}])")
     if kind in ("softmax", "logsoftmax"):
         body.append(f"    tmp = np.empty(shape[{last}], np.float64)")
     for k in range(rank - 1):
-        body += _loop(k, len(group.leaves), rank, "    " * (k + 1))
+        body += _loop(k, len(group.leaves), rank, "    " * (k + 1), leaf_kinds)
     ind = "    " * rank
     row_index = f"q{rank - 2}"
     value = group.out_vars[0]
 
-    loads = _loads(group, rank, leaf_kinds)
-    pairs = _byte_pair_leaves(group, leaf_kinds)
-
     def row_pass(extra: list[str]) -> list[str]:
-        if pairs:
-            code = _byte_pairs(group, rank, leaf_kinds, pairs, loads, "np.uint64(0)", "rowlen",
-                               lambda body: [*body, *extra], [*lines, *extra])
-            return [ind + line for line in code]
-        inner = ind + "    "
-        return [f"{ind}for i{last} in range(rowlen):", *[inner + line for line in lines],
-                *[inner + line for line in extra]]
+        code = _inner_loop(group, rank, leaf_kinds, loads, "np.uint64(0)", "rowlen", lambda body: [*body, *extra])
+        return [ind + line for line in code]
 
     body += [ind + line for line in hoisted]
     if kind in ("softmax", "logsoftmax"):
@@ -303,12 +342,20 @@ def _int_extreme(domain: str, kind: str) -> str:
     return f"np.{domain}({info.min if kind == 'max' else info.max})"
 
 
+def _load(group: Group, leaf_kinds, i: int, index: str) -> str:
+    leaf = group.leaves[i]
+    return scalar.load(leaf.dtype, leaf_kinds[i][0], f"b{i}", index, f"_T_{leaf.dtype.onnx_name}")
+
+
 def _loads(group: Group, rank: int, leaf_kinds) -> dict[str, str]:
     """LOADi placeholder -> load expression at the innermost loop's index."""
     last, prev = rank - 1, "m1" if rank == 1 else str(rank - 2)
     loads = {}
-    for i, (leaf, (packed, inner)) in enumerate(zip(group.leaves, leaf_kinds)):
-        index = {INNER_BROADCAST: f"p{i}_{prev}", INNER_UNIT: f"p{i}_{prev} + i{last}",
-                 INNER_STRIDED: f"p{i}_{prev} + i{last} * s{i}_{last}"}[inner]
-        loads[f"LOAD{i}"] = scalar.load(leaf.dtype, packed, f"b{i}", index, f"_T_{leaf.dtype.onnx_name}")
+    for i, kind in enumerate(leaf_kinds):
+        if _block(leaf_kinds, i, last) != 1:
+            index = f"p{i}_{prev} + {_step(i, last, leaf_kinds)}"
+        else:
+            index = {INNER_BROADCAST: f"p{i}_{prev}", INNER_UNIT: f"p{i}_{prev} + i{last}",
+                     INNER_STRIDED: f"p{i}_{prev} + i{last} * s{i}_{last}"}[kind[1]]
+        loads[f"LOAD{i}"] = _load(group, leaf_kinds, i, index)
     return loads

@@ -23,6 +23,7 @@ from .. import dtypes
 from ..convert import convert, to_wide
 from ..errors import DslError, DTypeError, InputError
 from ..ir import TensorType
+from ..view import BlockedView
 from .lowering import Elementwise
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
@@ -171,18 +172,24 @@ def _dequantize_expr(call: Call, args: list, domains: list) -> str:
 
 
 def _param_path(call: Call, index: int) -> tuple:
-    """Per-axis scale / zero point: [D] seen as [1, .., D, .., 1] so it broadcasts along axis."""
-    (kind, axis, _), _ = call.plan
-    if index == 0 or kind != "axis":
+    """How a scale / zero point reads at x's shape: per axis, [D] seen as [1, .., D, .., 1];
+    blocked, each value spread over its block of ``block_size`` along the axis (a BlockedView,
+    indexed as i // block_size by the kernel)."""
+    (kind, axis, block), _ = call.plan
+    if index == 0 or kind == "tensor":
         return ()
-    dims = [1] * len(call.types[0].shape)
-    dims[axis] = call.types[0].shape[axis]
+    x_shape = call.types[0].shape
+    if kind == "block":
+        size = x_shape[axis]
+        return ((("block", axis, block, size), lambda view: BlockedView.spread(view, axis, block, size)),)
+    dims = [1] * len(x_shape)
+    dims[axis] = x_shape[axis]
     return ((("per_axis", tuple(dims)), lambda view, dims=tuple(dims): view.reshape(dims)),)
 
 
 _DEQUANTIZE_KERNEL = Elementwise(
     expr=_dequantize_expr, result_domain=lambda call, domains: "float32", input_path=_param_path,
-    fusable=lambda call: call.plan is not None and call.plan[0][0] != "block")
+    fusable=lambda call: call.plan is not None)
 
 
 def _dequantize_schemas() -> tuple[Schema, ...]:
@@ -307,9 +314,9 @@ def _quantize_domain(call: Call, domains: list) -> str:
 
 
 def _quantize_fusable(call: Call) -> bool:
-    """The kernel covers the float32 division (y_scale float32, no other precision) per tensor
-    or per axis, to any output type; other precisions and blocks use the reference."""
-    if call.plan is None or call.plan[0][0] == "block":
+    """The kernel covers the float32 division (y_scale float32, no other precision) per tensor,
+    per axis or per block, to any output type; other precisions use the reference."""
+    if call.plan is None:
         return False
     precision = call.attrs.get("precision") or 0
     return call.types[1].dtype.onnx_name == "float" and precision in (0, dtypes.dtype("float").onnx_code)

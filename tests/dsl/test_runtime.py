@@ -10,7 +10,7 @@ import pytest
 import dsl
 from dsl import runtime
 from dsl.codegen import compile as codegen_compile
-from dsl.view import View
+from dsl.view import BlockedView, View
 
 RNG = np.random.default_rng(7)
 
@@ -30,7 +30,20 @@ RNG = np.random.default_rng(7)
 ])
 def test_coalesce(shape, strides, keep_last, want_shape, want_strides):
     views = [View(shape, s) for s in strides]
-    assert runtime._coalesce(shape, views, keep_last) == (want_shape, want_strides)
+    assert runtime._coalesce(shape, views, keep_last) == (want_shape, want_strides,
+                                                          [(1,) * len(want_shape)] * len(views))
+
+
+@pytest.mark.parametrize("keep_last, want", [
+    (False, ((6, 64), [(64, 1), (2, 1)], [(1, 1), (1, 32)])),
+    (True, ((6, 64), [(64, 1), (2, 1)], [(1, 1), (1, 32)])),
+])
+def test_coalesce_keeps_blocked_dims_apart(keep_last, want):
+    """A [2, 3, 64] input beside its scale blocked by 32 along the last axis ([2, 3, 2]): the
+    outer dims merge (the scale walks them linearly too), the blocked one never does."""
+    data = View.contiguous((2, 3, 64))
+    scale = BlockedView.spread(View.contiguous((2, 3, 2)), 2, 32, 64)
+    assert runtime._coalesce((2, 3, 64), [data, scale], keep_last) == want
 
 
 # ---- launch plans ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from numpy.lib.stride_tricks import as_strided
 
 from dsl.tensor import _span_of
-from dsl.view import View, contiguous_strides
+from dsl.view import BlockedView, View, contiguous_strides
 
 from dsl_test_helpers import factorizations
 
@@ -263,3 +263,38 @@ def test_compose_of_contiguous_is_offset_shift():
     outer = View((3, 2), (1, 3), 0)
     assert inner.compose(outer) == View((3, 2), (1, 3), 4)
     assert View((6,), (-2,), 20).compose(View((2,), (3,), 1)) == View((2,), (-6,), 18)
+
+
+# ---- BlockedView: a blocked quantization parameter read at the data's shape ---------------------
+def _blocked():
+    """A [3, 4] parameter (row stride 5, offset 2) spread by blocks of 3 over a dim of 10."""
+    return BlockedView.spread(View((3, 4), (5, 1), 2), 1, 3, 10)
+
+
+def test_blocked_view_reads_each_value_over_its_block():
+    view = _blocked()
+    assert view.shape == (3, 10) and view.blocks == (1, 3) and not view.is_contiguous
+    buffer = np.arange(20)
+    values = buffer[2 + 5 * np.arange(3)[:, None] + np.arange(4)]  # the [3, 4] parameter
+    want = np.repeat(values, 3, axis=1)[:, :10]  # each over 3 elements; the last block is short
+    np.testing.assert_array_equal(buffer[view.take()], want)
+    low, high = view.span()
+    assert low == view.take().min() and high == view.take().max() + 1
+
+
+@pytest.mark.parametrize("transform, numpy_op", [
+    (lambda v: v.permute((1, 0)), lambda a: a.T),
+    (lambda v: v.unsqueeze((0, 2)), lambda a: a[None, :, None]),
+    (lambda v: v.expand((2, 3, 10)), lambda a: np.broadcast_to(a, (2, 3, 10))),
+    (lambda v: v.unsqueeze((1,)).squeeze((1,)), lambda a: a),
+])
+def test_blocked_view_transforms_keep_the_blocks(transform, numpy_op):
+    view = _blocked()
+    moved = transform(view)
+    assert isinstance(moved, BlockedView)
+    np.testing.assert_array_equal(moved.take(), numpy_op(view.take()))
+
+
+def test_blocked_view_transforms_that_would_mix_blocks_give_none():
+    view = _blocked()
+    assert view.reshape((30,)) is None and view.slice(1, 0, 5) is None and view.compose(View((30,), (1,))) is None

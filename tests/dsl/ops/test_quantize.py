@@ -532,3 +532,79 @@ def test_quantize_to_floats_in_a_fused_kernel_equals_the_reference(name, saturat
     want = dsl.quantize_linear(x, np.asarray(scale), zp, **kw)
     assert got.dtype == want.dtype and got.view(np.uint8).tolist() == want.view(np.uint8).tolist()
     assert f.executable(x, np.asarray(scale), zp).kernel_count == 1
+
+
+# ---- blocked (de)quantization inside fused kernels --------------------------------------------
+def _blocked_cases():
+    """(axis, scale size, block size) of a [4, 7, 6] input: one, two and one-per-element scale
+    blocks per axis, each with the smallest and the largest accepted block size."""
+    shape = (4, 7, 6)
+    for axis in (0, 1, 2):
+        dim = shape[axis]
+        for blocks in sorted({1, 2, 3, dim}):
+            accepted = accepted_blocks(dim, blocks)
+            for block in sorted({accepted[0], accepted[-1]} if accepted else ()):
+                yield axis, blocks, block
+
+
+@pytest.mark.parametrize("x_name, zp_name", [("int8", "int8"), ("int4", "int4"), ("uint4", None), ("float8e4m3fn", None)])
+def test_blocked_dequantize_in_a_fused_kernel_equals_the_reference(x_name, zp_name):
+    """Blocked scales along every axis of a [4, 7, 6] input (remainder blocks included), packed
+    int4 inputs and zero points as packed Tensors: the fused kernel (the scale and zero point
+    indexed as i // block) gives the reference's bits, in one kernel."""
+    shape = (4, 7, 6)
+    x = every_value(x_name, shape)
+    for axis, blocks, block in _blocked_cases():
+        scale_shape = list(shape)
+        scale_shape[axis] = blocks
+        scale = (np.arange(np.prod(scale_shape), dtype=np.float32).reshape(scale_shape) % 7 + 1) / 8
+        zp = None if zp_name is None else every_value(zp_name, scale_shape)[::-1].copy()
+        args = [as_tensor(x), scale] + ([] if zp is None else [as_tensor(zp)])
+        f = dsl.jit(lambda *a: dsl.dequantize_linear(*a, axis=axis, block_size=block) * 0.5)
+        got = f(*args)
+        want = dsl.dequantize_linear(x, scale, zp, axis=axis, block_size=block) * np.float32(0.5)
+        assert_float_equal(got, want)
+        assert f.executable(*args).kernel_count == 1, (axis, blocks, block)
+
+
+@pytest.mark.parametrize("name", ["int8", "uint4", "float8e5m2"])
+def test_blocked_quantize_in_a_fused_kernel_equals_the_reference(name):
+    shape = (4, 7, 6)
+    x = (np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 80) / 3
+    for axis, blocks, block in _blocked_cases():
+        scale_shape = list(shape)
+        scale_shape[axis] = blocks
+        scale = (np.arange(np.prod(scale_shape), dtype=np.float32).reshape(scale_shape) % 5 + 1) / 4
+        zp = every_value(name, scale_shape)
+        f = dsl.jit(lambda x, s, z: dsl.quantize_linear(x + 0.25, s, z, axis=axis, block_size=block))
+        got = f(x, scale, zp)
+        want = dsl.quantize_linear(x + np.float32(0.25), scale, zp, axis=axis, block_size=block)
+        assert got.dtype == want.dtype and got.view(np.uint8).tolist() == want.view(np.uint8).tolist()
+        assert f.executable(x, scale, zp).kernel_count == 1
+
+
+def test_blocked_parameters_through_views_reductions_and_threads(monkeypatch):
+    """A blocked scale seen through a transpose stays blocked; a reshape that merges the blocked
+    axis copies it out (exact either way); a row reduction reads it; large inputs split rows
+    over threads (each span starts mid-block)."""
+    from dsl import runtime
+    monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(runtime, "_THREADS", 3)
+    rng = np.random.default_rng(5)
+    w = rng.integers(-8, 8, (96, 130)).astype(ml_dtypes.int4)
+    scale = rng.random((96, 3)).astype(np.float32) + 0.5  # blocks of 64 along axis 1: 64, 64, 2
+    zp = rng.integers(-8, 8, (96, 3)).astype(ml_dtypes.int4)
+    ref = dsl.dequantize_linear(w, scale, zp, axis=1, block_size=64)
+    programs = {
+        "transpose": (lambda w, s, z: dsl.transpose(dsl.dequantize_linear(w, s, z, axis=1, block_size=64)) + 1.0,
+                      ref.T + np.float32(1)),
+        "reshape": (lambda w, s, z: dsl.reshape(dsl.dequantize_linear(w, s, z, axis=1, block_size=64), [-1]) * 2.0,
+                    ref.reshape(-1) * np.float32(2)),
+        "row max": (lambda w, s, z: dsl.reduce_max(dsl.dequantize_linear(w, s, z, axis=1, block_size=64), [1]),
+                    ref.max(axis=1, keepdims=True)),
+    }
+    for name, (fn, want) in programs.items():
+        f = dsl.jit(fn)
+        for args in ([w, scale, zp], [as_tensor(w), scale, as_tensor(zp)]):
+            got = f(*args)
+            assert got.shape == want.shape and np.array_equal(got, want), name
