@@ -176,18 +176,21 @@ class KernelRunner:
                           for name, dt, out_shape in self.outputs]
         self.softmax = self.row is not None and self.row[0][2] in ("softmax", "logsoftmax")
 
-    def _streamed(self, shape) -> tuple:
+    def _streamed(self, shape, kinds) -> tuple:
         """Indices of the outputs a kernel of coalesced ``shape`` writes with streaming stores:
         only when the outputs are large (STREAM_BYTES), each streamed one is a pooled (so
         64-byte aligned) buffer of 2+ byte elements (LLVM's vectorizer refuses streaming byte
         stores) and every run of stores starts on a cache line: each row of a rank >= 2 kernel
-        spans whole lines; a rank-1 kernel's thread spans start on multiples of 64 elements."""
+        spans whole lines; a rank-1 kernel's thread spans start on multiples of 64 elements;
+        the blocks of a loop tiled by an inner-blocked parameter span whole lines."""
         if (self.row is not None and not self.softmax) or \
                 sum(size * raw.itemsize for *_, size, raw in self.out_specs) < STREAM_BYTES:
             return ()
+        tiles = {kind[2][-1] for kind in kinds if len(kind) > 2} - {1}
         return tuple(j for j, (*_, size, raw) in enumerate(self.out_specs)
                      if raw.itemsize >= 2 and size * raw.itemsize >= POOL.MIN_BYTES
-                     and (len(shape) == 1 or shape[-1] * raw.itemsize % ALIGN == 0))
+                     and (len(shape) == 1 or shape[-1] * raw.itemsize % ALIGN == 0)
+                     and all(tile * raw.itemsize % ALIGN == 0 for tile in tiles))
 
     def _source(self, rank: int, kinds, stream: tuple = ()) -> str:
         if self.row is None:
@@ -206,7 +209,7 @@ class KernelRunner:
             views.append(view)
         shape, strides, blocks = _coalesce(self.group.shape, views, keep_last=self.row is not None)
         kinds = _leaf_kinds([leaf.dtype.packed for leaf in self.group.leaves], strides, blocks)
-        return self._source(len(shape), kinds, self._streamed(shape))
+        return self._source(len(shape), kinds, self._streamed(shape, kinds))
 
     def _plan(self, objs, stream: bool = True):
         storages, views, kinds = [], [], []
@@ -219,7 +222,7 @@ class KernelRunner:
             views.append(view)
         shape, strides, blocks = _coalesce(self.group.shape, views, keep_last=self.row is not None)
         kinds = _leaf_kinds([packed for _, packed in storages], strides, blocks)
-        streamed = self._streamed(shape) if stream else ()
+        streamed = self._streamed(shape, kinds) if stream else ()
         kernel = compile_kernel(self._source(len(shape), kinds, streamed))
         params = []
         for view, st in zip(views, strides):

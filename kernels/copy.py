@@ -33,6 +33,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
+from .bits import stream_fence
+
 # Tuned on the 2-core dev VM (module docstring).
 TILE_ROW_BYTES = 4096  # output rows per task x item size: the length of each source read run
 TILE_COLS = 32  # source rows (output columns) visited per sweep of a task's rows
@@ -100,26 +102,6 @@ def _transpose_block_simd(typingctx, src, s, col_src, out, o, row_out, stream):
     return None
 
 
-def store_fence():
-    """Order this thread's non-temporal stores before anything it does next."""
-
-
-def _store_fence_codegen(context, builder, signature, args):
-    builder.fence("seq_cst")
-    return context.get_dummy_value()
-
-
-@intrinsic
-def _store_fence_jit(typingctx):
-    return types.void(), _store_fence_codegen
-
-
-@overload(store_fence, jit_options={"nogil": True})
-def _store_fence_overload():
-    # Non-temporal stores are weakly ordered: fence before other threads read the output.
-    return lambda: _store_fence_jit()
-
-
 @overload(transpose_block, jit_options={"nogil": True})
 def _transpose_block_jit(src, s, col_src, out, o, row_out, stream):
     if not isinstance(src.dtype, types.Integer):  # 16-byte records: plain loops
@@ -171,7 +153,7 @@ def _copy_tile_rows(src, src_base, out_base, row_count, row_src, row_out, cols, 
                 transpose_block(src, src_base + row + col * col_src, col_src,
                                 out, out_base + row * row_out + col, row_out, stream)
     if stream:
-        store_fence()
+        stream_fence()
     for row in range(row_count):  # what the blocks left: edge columns, then the last rows
         s = src_base + row
         o = out_base + row * row_out

@@ -8,10 +8,13 @@ import ml_dtypes
 import numba
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 import dsl
 from dsl import runtime
-from dsl.buffers import ALIGN, POOL, aligned_empty
+from dsl.buffers import ALIGN, POOL, BufferPool, aligned_empty
+from test_jit import FUZZ_EXAMPLES, draw_program, program_source
 
 RNG = np.random.default_rng(11)
 X86 = platform.machine().lower() in ("x86_64", "amd64")
@@ -89,6 +92,20 @@ def test_packed_int4_dequant_streams_from_the_byte_pair_loop(stream_from_1mib):
     np.testing.assert_array_equal(got, weights.numpy().astype(np.float32) * scale[:, None])
 
 
+@pytest.mark.parametrize("block, streamed", [(32, [(0,)]), (6, [()]), (24, [()])])
+def test_blocked_dequant_streams_only_when_its_blocks_span_whole_lines(block, streamed, stream_from_1mib):
+    """Blocks along the inner axis tile the loop, and each block's run of stores must start on
+    a cache line to stream (32 float32 = 128 bytes: yes; 6 or 24: no, plain stores)."""
+    shape = (512, 96 * 32)
+    codes = RNG.integers(-8, 8, shape).astype(ml_dtypes.int4)
+    scale = RNG.random((shape[0], -(-shape[1] // block))).astype(np.float32)
+    f = dsl.jit(lambda w, s: dsl.dequantize_linear(w, s, axis=1, block_size=block))
+    got = f(codes, scale)
+    assert _plans(f, codes, scale) == streamed
+    want = codes.astype(np.float32) * np.repeat(scale, block, axis=1)[:, :shape[1]]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_streaming_under_many_thread_spans(monkeypatch, stream_from_1mib):
     monkeypatch.setattr(runtime, "_THREADS", 3)
     f = dsl.jit(lambda x, b: x * b + 0.5)
@@ -138,3 +155,27 @@ def test_large_buffers_are_cache_line_aligned(dtype, count):
     for buffer in (POOL.empty(count, dtype), aligned_empty(count, dtype), aligned_empty(7, dtype)):
         assert buffer.ctypes.data % ALIGN == 0 and buffer.dtype == dtype and buffer.flags.c_contiguous
     assert POOL.empty(count, dtype).size == count
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 4, 1), deadline=None, derandomize=FUZZ_EXAMPLES == 40, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_programs_with_every_output_streamed_give_the_plain_bits(data):
+    """The fuzz programs of test_jit.py (views, broadcasting, casts, packed inputs, reductions)
+    with every output pooled and streamed: no unaligned streaming store (it would fault), the
+    same bits as plain stores."""
+    x, operands, steps, layout = draw_program(data)
+    source = program_source(x, operands, steps, layout)
+    note(source)
+    results = []
+    for threshold, pooled in ((float("inf"), BufferPool.MIN_BYTES), (0, 0)):
+        namespace = {"dsl": dsl}
+        exec(source.split("\n# x:")[0], namespace)  # noqa: S102 - the printed program is what runs
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(runtime, "STREAM_BYTES", threshold)
+            patch.setattr(BufferPool, "MIN_BYTES", pooled)
+            with np.errstate(all="ignore"):
+                results.append(namespace["program"](x, *operands))
+    plain, streamed = results
+    assert plain.dtype == streamed.dtype and plain.shape == streamed.shape
+    assert np.ascontiguousarray(plain).tobytes() == np.ascontiguousarray(streamed).tobytes()
