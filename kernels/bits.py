@@ -8,7 +8,7 @@ import platform
 import numba
 import numpy as np
 from llvmlite import ir
-from numba.core import types
+from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 
@@ -219,16 +219,23 @@ def stream_store(typingctx, array, index, value):
     not kept in the caches. The store claims 64-byte alignment, which lets LLVM's vectorizer
     emit aligned streaming vector stores (vmovntps); the caller guarantees that every run of
     stores the vectorizer groups starts on a 64-byte boundary (runtime.py checks the buffer
-    and the row length). Finish with ``stream_fence()`` before another thread reads."""
+    and the row length). Finish with ``stream_fence()`` before another thread reads. Bounds
+    are checked like ``array[index] = value`` when numba's bounds checking is on."""
     if not (isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)):
         return None
 
     def codegen(context, builder, signature, args):
-        array_type, _, value_type = signature.args
-        data = context.make_array(array_type)(context, builder, args[0]).data
+        array_type, index_type, value_type = signature.args
+        array = context.make_array(array_type)(context, builder, args[0])
+        # numba's own element address, bounds-checked when NUMBA_BOUNDSCHECK=1 (as array[i] = v)
+        pointer = cgutils.get_item_pointer2(
+            context, builder, array.data, cgutils.unpack_tuple(builder, array.shape),
+            cgutils.unpack_tuple(builder, array.strides), array_type.layout,
+            [context.cast(builder, args[1], index_type, types.intp)], wraparound=False,
+            boundscheck=context.enable_boundscheck)
         value = context.cast(builder, args[2], value_type, array_type.dtype)
         stored = context.data_model_manager[array_type.dtype].as_data(builder, value)
-        store = builder.store(stored, builder.gep(data, [args[1]]), align=64)
+        store = builder.store(stored, pointer, align=64)
         store.set_metadata("nontemporal", builder.module.add_metadata([_NONTEMPORAL]))
         return context.get_dummy_value()
     return types.void(array, index, value), codegen
