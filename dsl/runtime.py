@@ -82,13 +82,14 @@ def _storage(obj, dt):
 
 def _materialize(buffer, view, packed, dt):
     """A contiguous copy of what ``view`` reads (a path step that cannot stay a view)."""
-    if isinstance(view, BlockedView):  # a blocked parameter a view op reshapes: gather it
-        index = view.take().reshape(-1)
-        if not packed:
-            return buffer[index], View.contiguous(view.shape), False
-        per = 8 // dt.bits
-        codes = (buffer[index // per] >> ((index % per) * dt.bits).astype(np.uint8)) & ((1 << dt.bits) - 1)
-        return packed_kernels.pack(codes.astype(np.uint8), dt.bits), View.contiguous(view.shape), True
+    if isinstance(view, BlockedView):  # a blocked parameter a view op reshapes: spread it out
+        source = view.source()
+        if packed:
+            raw = copy_kernels.materialize_packed(buffer, dt.bits, source.shape, source.strides, source.offset)
+            codes = packed_kernels.unpack(raw, 0, source.size, dt.bits).reshape(source.shape)
+            return packed_kernels.pack(view.spread_values(codes).reshape(-1), dt.bits), View.contiguous(view.shape), True
+        values = copy_kernels.materialize(buffer, source.shape, source.strides, source.offset)
+        return view.spread_values(values).reshape(-1), View.contiguous(view.shape), False
     if packed:
         raw = copy_kernels.materialize_packed(buffer, dt.bits, view.shape, view.strides, view.offset)
         return raw, View.contiguous(view.shape), True
@@ -269,9 +270,11 @@ class KernelRunner:
             # the calling thread runs the last span itself: one thread fewer to wake (and wait for)
             futures = [_pool().submit(kernel, int(a), int(b), shape, *args, *outs)
                        for a, b in zip(bounds[:-2], bounds[1:-1])]
-            kernel(int(bounds[-2]), rows, shape, *args, *outs)
-            for future in futures:
-                future.result()
+            try:
+                kernel(int(bounds[-2]), rows, shape, *args, *outs)
+            finally:  # (a bounds-checked kernel may raise: the other spans still finish first)
+                for future in futures:
+                    future.result()
         else:
             kernel(0, rows, shape, *args, *outs)
         for (name, np_dtype, out_shape, _, raw), out in zip(self.out_specs, outs):

@@ -158,7 +158,8 @@ class BlockedView(View):
     This is how a blocked quantization parameter (one value per ``block_size`` run of the data
     along an axis, ceil(D / block_size) values) reads at the data's shape. Fused kernels index
     it directly; broadcasting, unsqueeze, squeeze and permutations keep it blocked; any other
-    transform returns None, so the runtime copies it out (``take``) and goes on with a View.
+    transform returns None, so the runtime copies it out (``source`` then ``spread_values``)
+    and goes on with a plain View.
     """
 
     blocks: tuple[int, ...] = ()
@@ -186,13 +187,16 @@ class BlockedView(View):
         reach = [s * ((d - 1) // b) for d, s, b in zip(self.shape, self.strides, self.blocks)]
         return self.offset + sum(r for r in reach if r < 0), self.offset + sum(r for r in reach if r > 0) + 1
 
-    def take(self) -> "np.ndarray":
-        """The buffer element index of every element, C order (int64, this view's shape)."""
-        index = np.full(self.shape, self.offset, np.int64)
-        for k, (d, s, b) in enumerate(zip(self.shape, self.strides, self.blocks)):
-            step = (np.arange(d, dtype=np.int64) // b) * s
-            index += step.reshape((d,) + (1,) * (self.rank - k - 1))
-        return index
+    def source(self) -> View:
+        """The parameter itself: ceil(size / block) values along each blocked dim."""
+        return View(tuple(-(-d // b) for d, b in zip(self.shape, self.blocks)), self.strides, self.offset)
+
+    def spread_values(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (the source's elements, C order) as this view reads them."""
+        for k, (size, block) in enumerate(zip(self.shape, self.blocks)):
+            if block > 1:
+                values = np.repeat(values, block, axis=k).take(np.arange(size), axis=k)
+        return values
 
     def unsqueeze(self, axes) -> "BlockedView":
         plain = View.unsqueeze(self, axes)

@@ -95,8 +95,7 @@ def prepare_backend() -> None:
     from numba.core.registry import cpu_target
     with compiler_lock.global_compiler_lock:
         if not _BACKEND_READY:
-            cpu_target.typing_context.refresh()
-            cpu_target.target_context.refresh()
+            cpu_target.target_context.refresh()  # (refreshes the typing context too)
             _BACKEND_READY.append(True)
 
 

@@ -176,8 +176,8 @@ def _param_path(call: Call, index: int) -> tuple:
     blocked, each value spread over its block of ``block_size`` along the axis (a BlockedView,
     indexed as i // block_size by the kernel)."""
     (kind, axis, block), _ = call.plan
-    if index == 0 or kind == "tensor":
-        return ()
+    if index == 0 or kind == "tensor" or len(call.types[index].shape) == 0:
+        return ()  # (a scalar zero point beside a one-element scale broadcasts as it is)
     x_shape = call.types[0].shape
     if kind == "block":
         size = x_shape[axis]

@@ -608,3 +608,14 @@ def test_blocked_parameters_through_views_reductions_and_threads(monkeypatch):
         for args in ([w, scale, zp], [as_tensor(w), scale, as_tensor(zp)]):
             got = f(*args)
             assert got.shape == want.shape and np.array_equal(got, want), name
+
+
+def test_blocked_with_a_scalar_zero_point_in_a_fused_kernel():
+    """A one-element blocked scale may come with a 0-d zero point (both single values)."""
+    x = np.arange(6, dtype=np.int8)
+    scale, zp = np.array([0.5], np.float32), np.array(1, np.int8)
+    f = dsl.jit(lambda x, s, z: dsl.dequantize_linear(x, s, z, axis=0, block_size=6))
+    assert f(x, scale, zp).tolist() == dsl.dequantize_linear(x, scale, zp, axis=0, block_size=6).tolist()
+    g = dsl.jit(lambda x, s, z: dsl.quantize_linear(x, s, z, axis=0, block_size=6))
+    y = x.astype(np.float32)
+    assert g(y, scale, zp).tolist() == dsl.quantize_linear(y, scale, zp, axis=0, block_size=6).tolist()
