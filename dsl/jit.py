@@ -48,8 +48,11 @@ class Executable:
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
                 continue
             group = step.group
-            ops = [n.op_type for n in group.nodes] + [node.op_type for node, _, _ in step.row or []]
+            ops = [n.op_type for n in group.nodes] + [node.op_type for node, _, _ in step.row or []] + \
+                [n.op_type for n in (group.epilogue.nodes if group.epilogue else [])]
             sinks = [node.outputs[0] for node, _, _ in step.row] if step.row else group.sinks
+            if group.epilogue is not None:
+                sinks = group.epilogue.sinks
             leaves = ", ".join(f"%{leaf.value.name}" + (f" via {len(leaf.path)} view steps" if leaf.path else "")
                                for leaf in group.leaves)
             lines.append(f"step {index}: kernel [{', '.join(ops)}] -> "

@@ -165,8 +165,9 @@ class KernelRunner:
         self.row = step.row
         self.plans: dict = {}
         self.size = prod(self.group.shape)
-        if self.row is None:
-            self.outputs = [(s.name, s.type.dtype, tuple(self.group.shape)) for s in self.group.sinks]
+        if self.row is None or self.group.epilogue is not None:
+            sinks = self.group.sinks if self.row is None else self.group.epilogue.sinks
+            self.outputs = [(s.name, s.type.dtype, tuple(s.type.shape)) for s in sinks]
         else:
             self.outputs = [(node.outputs[0].name, node.outputs[0].type.dtype, tuple(node.outputs[0].type.shape))
                             for node, _, _ in self.row]

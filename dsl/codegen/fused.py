@@ -48,8 +48,23 @@ class Leaf:
 
 
 @dataclass
+class Epilogue:
+    """Elementwise ops applied to a Softmax row's result inside its kernel: ``lines`` compute
+    ``out_vars`` (the values ``sinks``) from ``row_var`` (the softmax value, rounded to
+    ``row_dtype``, in its compute domain) and the group's leaves."""
+
+    sinks: list[Value]
+    row_var: str
+    row_dtype: DType
+    lines: list[str] = field(default_factory=list)
+    out_vars: list[str] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+
+
+@dataclass
 class Group:
-    """A fused elementwise group: ``sinks`` (all of shape ``shape``) computed from ``leaves``."""
+    """A fused elementwise group: ``sinks`` (all of shape ``shape``) computed from ``leaves``.
+    A row kernel's group may carry an ``epilogue`` (ops applied to its softmax result)."""
 
     sinks: list[Value]
     shape: tuple
@@ -58,6 +73,7 @@ class Group:
     lines: list[str] = field(default_factory=list)     # body of the innermost loop
     out_vars: list[str] = field(default_factory=list)
     helpers: set = field(default_factory=set)          # (kind, fmt, flag) of encoders/tables used
+    epilogue: Epilogue | None = None
 
 
 def _literal(array: np.ndarray, dt: DType) -> str | None:
@@ -84,25 +100,48 @@ class GroupBuilder:
         constants: value name -> ndarray for compile-time constants.
     """
 
-    def __init__(self, producer: dict, constants: dict):
+    def __init__(self, producer: dict, constants: dict, kept: set = frozenset()):
         self.producer = producer
         self.constants = constants
+        self.kept = kept  # values read from memory by any group but their own (epilogue results)
 
     def build(self, sinks: list[Value]) -> Group:
         group = Group(sinks, sinks[0].type.shape)
-        self._group, self._memo = group, {}
+        self._group, self._memo, self._lines, self._count, self._row = group, {}, group.lines, 0, None
+        self._sinks = {v.name for v in sinks}
         group.out_vars = [self._expr(v, ()) for v in sinks]
-        for sink in sinks:  # stores re-encode table floats (exact values, kept as they are)
-            if sink.type.dtype.onnx_name in scalar.TABLE_FLOATS:
-                group.helpers.add(("encode", sink.type.dtype.onnx_name, 0, "up"))
+        self._encode_stores(sinks)
         return group
 
-    def _var(self) -> str:
-        return f"t{len(self._group.lines)}"
+    def build_row(self, row_input: Value, row_output: Value, sinks: list[Value]) -> Group:
+        """The group of a row kernel (its input's cone) with an epilogue: the elementwise cone
+        from its result ``row_output`` to ``sinks`` (of row_output's shape; partition() checks
+        that nothing else reads the values in between). A reduction's epilogue leaves are seen
+        at the input's shape (its reduced axis broadcast), so the kernel indexes them per row.
+        The epilogue's own memo reloads shared leaves in its pass."""
+        group = self.build([row_input])
+        epilogue = group.epilogue = Epilogue(sinks, f"t{self._count}", row_output.type.dtype)
+        self._count += 1
+        self._memo, self._lines, self._row = {}, epilogue.lines, (row_output.name, epilogue.row_var)
+        self._sinks = {v.name for v in sinks}
+        before = len(group.nodes)
+        outer = ()
+        if row_output.type.shape != row_input.type.shape:  # a reduction: rows of its input
+            outer = ((("rows", row_input.type.shape), _ToRows(row_input.type.shape)),)
+        epilogue.out_vars = [self._expr(v, outer) for v in sinks]
+        epilogue.nodes, group.nodes = group.nodes[before:], group.nodes[:before]
+        self._encode_stores(sinks)
+        return group
+
+    def _encode_stores(self, sinks: list[Value]) -> None:
+        for sink in sinks:  # stores re-encode table floats (exact values, kept as they are)
+            if sink.type.dtype.onnx_name in scalar.TABLE_FLOATS:
+                self._group.helpers.add(("encode", sink.type.dtype.onnx_name, 0, "up"))
 
     def _emit(self, expr: str) -> str:
-        var = self._var()
-        self._group.lines.append(f"{var} = {expr}")
+        var = f"t{self._count}"
+        self._count += 1
+        self._lines.append(f"{var} = {expr}")
         return var
 
     def _expr(self, value: Value, path: tuple) -> str:
@@ -113,12 +152,17 @@ class GroupBuilder:
 
     def _compute(self, value: Value, path: tuple) -> str:
         dt = value.type.dtype
+        if self._row is not None and value.name == self._row[0]:
+            # the row result, reached only through same-shape elementwise steps
+            assert all(key[0] == "rows" or key[0] == "broadcast" and key[1] == value.type.shape
+                       for key, _ in path), path
+            return self._row[1]
         if value.name in self.constants:
             literal = _literal(self.constants[value.name], dt)
             if literal is not None:
                 return literal
         found = self.producer.get(value.name)
-        if found is None:
+        if found is None or value.name in self.kept and value.name not in self._sinks:
             return self._leaf(value, path)
         node, call, opdef = found
         if opdef.view is not None:
@@ -174,3 +218,16 @@ class _Broadcast:
 
     def __call__(self, view):
         return view if view.shape == self.shape else view.expand(self.shape)
+
+
+class _ToRows:
+    """A reduction epilogue leaf (of the reduced shape: the last axis kept as 1 or dropped)
+    seen at the reduction input's ``shape``: the reduced axis broadcast."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def __call__(self, view):
+        if view.rank < len(self.shape):
+            view = view.unsqueeze((view.rank,))
+        return view.expand(self.shape)

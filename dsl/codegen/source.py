@@ -98,15 +98,17 @@ def _loop(k: int, count: int, rank: int, ind: str, leaf_kinds=None) -> list[str]
     return lines
 
 
-def _split_hoisted(group: Group, loads: dict, leaf_kinds, blocked_fixed: bool = False) -> tuple[list[str], list[str]]:
+def _split_hoisted(group: Group, loads: dict, leaf_kinds, blocked_fixed: bool = False,
+                   lines: list | None = None) -> tuple[list[str], list[str]]:
     """(lines whose value does not change along the innermost dim: loads of leaves broadcast
     along it and what is computed from those alone; all other lines). Hoisting the computed
     ones matters beyond speed: LLVM's loop vectorizer takes time exponential in the depth of a
     loop-invariant chain left inside the loop (4 float16 round trips in a row kernel: minutes).
     With ``blocked_fixed`` leaves blocked along the inner dim count as fixed too (inside one
-    block of a tiled loop, see _inner_loop)."""
+    block of a tiled loop, see _inner_loop). ``lines`` (default: the group's) may be an
+    epilogue's, whose row value is never fixed."""
     hoisted, rest, invariant = [], [], set()
-    for line in group.lines:
+    for line in group.lines if lines is None else lines:
         var, expr = line.split(" = ", 1)
         if expr in loads:
             i = int(expr[4:])
@@ -295,7 +297,8 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
 
     body += [ind + line for line in hoisted]
     if kind in ("softmax", "logsoftmax"):
-        body += _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtypes[0], stream)
+        store = _epilogue_stores(group, loads, leaf_kinds, ind, last, row_index, out_dtypes[0], stream)
+        body += _softmax_row(kind, value, value_domain, ind, last, row_pass, store)
         return "\n".join(body + _fence(stream)) + "\n"
     steps, stores = [], []
     for j, (kind, out_dtype) in enumerate(zip(kinds, out_dtypes)):
@@ -307,15 +310,24 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
         result = acc
         if kind == "mean":  # integers: the exact mean truncated toward zero
             result = f"{acc} / np.float64(rowlen)" if is_float else f"_c_div({acc}, np.int64(rowlen))"
+        if group.epilogue is not None:  # (a reduction alone in its kernel) its consumers, per row
+            epilogue = group.epilogue
+            stores.append(f"{ind}{epilogue.row_var} = {scalar.coerce(result, acc_domain, epilogue.row_dtype)}")
+            fixed, moving = _split_hoisted(group, loads, leaf_kinds, lines=epilogue.lines)
+            stores += [ind + line for line in fixed + moving]  # (its leaves are per row: loads substituted)
+            stores += [f"{ind}out{k}[{row_index}] = {scalar.store(sink.type.dtype, var)}"
+                       for k, (sink, var) in enumerate(zip(epilogue.sinks, epilogue.out_vars))]
+            continue
         coerced = scalar.coerce(result, acc_domain, out_dtype)
         stores.append(f"{ind}out{j}[{row_index}] = {scalar.store(out_dtype, coerced)}")
     return "\n".join(body + row_pass(steps) + stores) + "\n"
 
 
-def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_dtype, stream) -> list[str]:
+def _softmax_row(kind, value, value_domain, ind, last, row_pass, store) -> list[str]:
     """Three passes over a row (max; exp and sum; scale), all in float64 so the result rounds
     once. Narrow-float rows use the vectorizable exp_for_f32 (numpy's SIMD exp is the peer);
-    float64 rows use libm exp."""
+    float64 rows use libm exp. ``store(result)`` gives the last pass's body (see
+    _epilogue_stores) and the lines to run before it."""
     exp = "np.exp" if value_domain == "float64" else "_bits.exp_for_f32"
     inner = ind + "    "
     lines = [f"{ind}acc = -np.inf"]
@@ -329,10 +341,28 @@ def _softmax_row(kind, value, value_domain, ind, last, row_index, row_pass, out_
     else:
         lines.append(f"{ind}shift = acc + np.log(total)")
         result = f"tmp[i{last}] - shift"
-    coerced = scalar.coerce(result, "float64", out_dtype)
-    lines += [f"{ind}for i{last} in range(rowlen):",
-              inner + _store(0, f"{row_index} * rowlen + i{last}", scalar.store(out_dtype, coerced), stream)]
-    return lines
+    before, body = store(result)
+    return lines + [ind + line for line in before] + [f"{ind}for i{last} in range(rowlen):",
+                                                      *[inner + line for line in body]]
+
+
+def _epilogue_stores(group: Group, loads: dict, leaf_kinds, ind, last, row_index, out_dtype, stream):
+    """store(result) for _softmax_row: the softmax value (a float64 expression) rounded to its
+    type and written out, or, with an epilogue, fed to the epilogue's ops whose results are
+    written (their lines that do not move along the row run once per row, before the pass)."""
+    index = f"{row_index} * rowlen + i{last}"
+    epilogue = group.epilogue
+
+    def store(result: str) -> tuple[list[str], list[str]]:
+        if epilogue is None:
+            coerced = scalar.coerce(result, "float64", out_dtype)
+            return [], [_store(0, index, scalar.store(out_dtype, coerced), stream)]
+        before, moving = _split_hoisted(group, loads, leaf_kinds, lines=epilogue.lines)
+        body = [f"{epilogue.row_var} = {scalar.coerce(result, 'float64', epilogue.row_dtype)}", *moving]
+        body += [_store(j, index, scalar.store(sink.type.dtype, var), stream)
+                 for j, (sink, var) in enumerate(zip(epilogue.sinks, epilogue.out_vars))]
+        return before, body
+    return store
 
 
 def _int_extreme(domain: str, kind: str) -> str:

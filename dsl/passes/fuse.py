@@ -2,7 +2,9 @@
 
 Rules: a value is materialized when it is a graph output or feeds a node that cannot be
 fused; each materialized value produced by fusable nodes becomes one kernel over its cone
-of elementwise and view nodes (views pushed down to the leaves). A cone without any
+of elementwise and view nodes (views pushed down to the leaves). Last-axis reductions and
+Softmax are row kernels over their input's cone; a row op whose result only feeds a chain
+of same-shape elementwise ops runs that chain in its kernel too (an epilogue). A cone without any
 elementwise node is just a view chain and costs nothing. Everything else runs its numpy
 reference (strings, complex, ops without a kernel lowering).
 """
@@ -74,15 +76,21 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     for node in graph.nodes:
         if not fusable[id(node)]:
             needed.update(v.name for v in node.inputs[1 if id(node) in rows else 0:] if v is not None)
+    # a row node whose result only feeds a chain of same-shape elementwise ops computes them in
+    # its kernel (an epilogue): that kernel is made where the chain's last value is needed
+    epilogue_of = _epilogues(graph, rows, fusable, producer, needed)
+    needed.update(epilogue_of)
     # graph outputs nothing else reads wait until the end, where those of one shape share a kernel
     late = {v.name for v in graph.outputs} - {v.name for n in graph.nodes if not fusable[id(n)]
-                                               for v in n.inputs if v is not None}
+                                               for v in n.inputs if v is not None} - set(epilogue_of)
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
-    builder = GroupBuilder(fused_producer, constants)
+    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of))
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
     row_groups = _row_groups([n for n in graph.nodes if id(n) in rows], producer)
     for node in graph.nodes:
         if id(node) in rows:
+            if any(row is node for row in epilogue_of.values()):
+                continue  # built with its epilogue, below
             together = row_groups.get(id(node))
             if together:  # the first of reductions over one value: one pass feeds them all
                 steps.append(KernelStep(builder.build([node.inputs[0]]),
@@ -97,11 +105,49 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
         for value in node.outputs:
             if value.name in needed and value.name not in done:
                 done.add(value.name)
+                row = epilogue_of.get(value.name)
+                if row is not None:
+                    group = builder.build_row(row.inputs[0], row.outputs[0], [value])
+                    kind = producer[row.outputs[0].name][2].kernel.kind
+                    steps.append(KernelStep(group, [(row, calls[id(row)], kind)]))
+                    continue
                 produced = _materialize(value, fused_producer, builder, needed)
                 if value.name in late and len(produced) == 1 and isinstance(produced[0], KernelStep):
                     deferred[value.name] = (len(steps), value)
                 steps += produced
     return _group_outputs(steps, deferred, builder)
+
+
+def _epilogues(graph: Graph, rows: set, fusable: dict, producer: dict, needed: set) -> dict:
+    """{name of the last value of an epilogue chain: its row node (a softmax, or a reduction
+    that is the only one of its input)}. The chain follows the row result through elementwise
+    nodes of the same shape, each value read by exactly one node, and ends at a graph output,
+    a value needed anyway, or the last such node."""
+    readers: dict = {}
+    for node in graph.nodes:
+        for value in node.inputs:
+            if value is not None:
+                readers.setdefault(value.name, {})[id(node)] = node
+    outputs = {v.name for v in graph.outputs}
+    found = {}
+    reduced = {}  # input name -> how many reductions read it (those share a kernel: no epilogue)
+    for node in graph.nodes:
+        if id(node) in rows:
+            reduced[node.inputs[0].name] = reduced.get(node.inputs[0].name, 0) + 1
+    for node in graph.nodes:
+        if id(node) not in rows or reduced[node.inputs[0].name] > 1 and \
+                producer[node.outputs[0].name][2].kernel.kind not in ("softmax", "logsoftmax"):
+            continue
+        value, shape, sink = node.outputs[0], node.outputs[0].type.shape, None
+        while value.name not in outputs and (sink is None or value.name not in needed):
+            after = list(readers.get(value.name, {}).values())
+            if len(after) != 1 or not fusable[id(after[0])] or producer[after[0].outputs[0].name][2].view is not None \
+                    or after[0].outputs[0].type.shape != shape:
+                break
+            sink = value = after[0].outputs[0]
+        if sink is not None:
+            found[sink.name] = node
+    return found
 
 
 def _row_groups(row_nodes: list, producer: dict) -> dict:

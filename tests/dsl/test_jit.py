@@ -288,6 +288,114 @@ def test_last_axis_reductions_and_softmax_fuse_with_producers(layout):
     assert lines[0].count("%v") >= 3 and "out2[q" in executable.runners[0].source_for_contiguous()
 
 
+def _int4_row(n):
+    return dsl.Tensor.from_packed(RNG.integers(0, 256, n // 2, dtype=np.uint8), "int4", (n,))
+
+
+# name, program, arguments: a softmax whose result feeds same-shape elementwise ops only
+EPILOGUES = [
+    ("scaled", lambda x: dsl.softmax(x) * 3.0, lambda: (RNG.standard_normal((5, 64)).astype(np.float32),)),
+    ("cast to float16", lambda x: dsl.cast(dsl.softmax(x), dsl.float16),
+     lambda: (RNG.standard_normal((5, 64)).astype(np.float32),)),
+    ("cast to float8", lambda x: dsl.cast(dsl.softmax(x * 4.0), dsl.float8e4m3fn),
+     lambda: (RNG.standard_normal((3, 4, 32)).astype(np.float32),)),
+    ("masked chain to bfloat16", lambda x, m: dsl.cast(dsl.softmax(x * 0.5) * m + 1e-3, dsl.bfloat16),
+     lambda: (RNG.standard_normal((6, 96)).astype(np.float32), (RNG.random(96) > 0.5).astype(np.float32))),
+    ("float16 rows, int4 weights", lambda x, w: dsl.softmax(x) * dsl.dequantize_linear(w, np.float16(0.25)),
+     lambda: (RNG.standard_normal((4, 70)).astype(np.float16), _int4_row(70))),
+    ("softmax of x times x", lambda x: dsl.softmax(x) * x, lambda: (RNG.standard_normal((5, 33)).astype(np.float32),)),
+]
+
+
+@pytest.mark.parametrize("name, fn, make", EPILOGUES, ids=[e[0] for e in EPILOGUES])
+def test_softmax_consumers_run_in_its_kernel(name, fn, make):
+    """Same-shape elementwise consumers of a Softmax (casts, masks, dequantized operands) run in
+    its last pass: one kernel, the eager engine's bits (and the unfused JIT's)."""
+    args = make()
+    f = dsl.jit(fn)
+    assert f.executable(*args).kernel_count == 1
+    report = dsl.compare(f, *args, rtol=0, atol=0)
+    assert report.ok, report
+    (step,) = f.executable(*args).steps
+    assert step.group.epilogue is not None and step.row[0][0].op_type == "Softmax"
+
+
+@pytest.mark.parametrize("fn, make, kernels", [
+    (lambda x: dsl.softmax(x) * dsl.softmax(x), lambda: (RNG.standard_normal((4, 16)).astype(np.float32),), 2),
+    (lambda x: (dsl.softmax(x), dsl.softmax(x) + 1.0), lambda: (RNG.standard_normal((4, 16)).astype(np.float32),), 2),
+    (lambda x, y: dsl.softmax(x) + y, lambda: (RNG.standard_normal(16).astype(np.float32),
+                                               RNG.standard_normal((3, 16)).astype(np.float32)), 2),
+    (lambda x: dsl.transpose(dsl.softmax(x)) * 2.0, lambda: (RNG.standard_normal((4, 16)).astype(np.float32),), 2),
+])
+def test_softmax_results_read_elsewhere_are_materialized(fn, make, kernels):
+    """No epilogue when the softmax result is a graph output, is read twice, is broadcast to a
+    larger shape or goes through a view: it is written once and read by a second kernel."""
+    args = make()
+    f = dsl.jit(fn)
+    assert f.executable(*args).kernel_count == kernels
+    report = dsl.compare(f, *args, rtol=0, atol=0)
+    assert report.ok, report
+
+
+REDUCTION_EPILOGUES = [
+    ("scaled sum", lambda x: dsl.reduce_sum(x, [-1]) * 2.0, lambda: (RNG.standard_normal((9, 40)).astype(np.float32),)),
+    ("rstd", lambda x: dsl.reciprocal(dsl.sqrt(dsl.reduce_mean(x * x, [-1]) + 1e-5)),
+     lambda: (RNG.standard_normal((3, 5, 64)).astype(np.float32),)),
+    ("max without keepdims, to float16", lambda x: dsl.cast(dsl.reduce_max(x, [-1], keepdims=False), dsl.float16),
+     lambda: (RNG.standard_normal((6, 31)).astype(np.float32),)),
+    ("sum times a per-row gain", lambda x, g: dsl.reduce_sum(x, [-1]) * g,
+     lambda: (RNG.standard_normal((7, 50)).astype(np.float32), RNG.standard_normal((7, 1)).astype(np.float32))),
+    ("integer sum, shifted", lambda x: dsl.reduce_sum(x, [-1]) - 3, lambda: (RNG.integers(-9, 9, (4, 12)).astype(np.int32),)),
+]
+
+
+@pytest.mark.parametrize("name, fn, make", REDUCTION_EPILOGUES, ids=[e[0] for e in REDUCTION_EPILOGUES])
+def test_reduction_consumers_run_in_its_kernel(name, fn, make):
+    """Elementwise ops on a reduction's result (and on per-row operands) run once per row in the
+    reduction's kernel when it is the only reduction of its input."""
+    args = make()
+    f = dsl.jit(fn)
+    assert f.executable(*args).kernel_count == 1
+    report = dsl.compare(f, *args, rtol=0, atol=0)
+    assert report.ok, report
+
+
+def test_reductions_sharing_a_pass_keep_their_consumers_apart():
+    x = RNG.standard_normal((5, 16)).astype(np.float32)
+    f = dsl.jit(lambda x: (dsl.reduce_sum(x, [-1]) * 2.0, dsl.reduce_max(x, [-1])))
+    assert f.executable(x).kernel_count == 2  # one pass for both reductions, then the product
+    assert dsl.compare(f, x, rtol=0, atol=0).ok
+
+
+def test_an_epilogue_result_read_by_a_later_kernel_is_read_not_recomputed():
+    """log-softmax spelled out (as ONNX's expanded LogSoftmax): log(sum(exp(x - max))) runs in
+    the ReduceSum kernel; the final subtraction reads that result (it is not rebuilt from the
+    reduction, which no longer exists on its own)."""
+    x = RNG.standard_normal((6, 40)).astype(np.float32)
+    f = dsl.jit(lambda x: (x - dsl.reduce_max(x, [-1])) - dsl.log(dsl.reduce_sum(dsl.exp(x - dsl.reduce_max(x, [-1])), [-1])))
+    report = dsl.compare(f, x, rtol=0, atol=0)
+    assert report.ok, report
+    lines = f.executable(x).explain(source=False).splitlines()
+    assert any("ReduceSum, Log]" in line for line in lines), lines
+    shifted = x - x.max(-1, keepdims=True)
+    np.testing.assert_allclose(f(x), shifted - np.log(np.exp(shifted).sum(-1, keepdims=True)), rtol=1e-6, atol=1e-6)
+
+
+def test_softmax_epilogue_over_threads_and_streaming_stores(monkeypatch):
+    from dsl import runtime
+    monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(runtime, "STREAM_BYTES", 1 << 20)
+    x = RNG.standard_normal((520, 1024)).astype(np.float32)
+    m = (RNG.random(1024) > 0.5).astype(np.float32)
+    f = dsl.jit(lambda x, m: dsl.softmax(x) * m)
+    got = f(x, m)
+    (runner,) = f.executable(x, m).runners
+    assert [streamed for (_, streamed), _, _ in runner.plans.values()] == [(0,)]
+    want = dsl.jit(lambda y, m: y * m)(dsl.jit(dsl.softmax)(x), m)  # unfused: softmax, then the product
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("kind", ["softmax", "sum", "max"])
 def test_row_producers_keep_ieee_semantics(kind):
     """Regression: the row kernels were compiled with fastmath 'reassoc', and LLVM rewrote the
