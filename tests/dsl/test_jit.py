@@ -802,3 +802,50 @@ def test_reductions_of_one_value_share_one_pass(np_type):
     else:  # ints exact; float16 sums in float64, rounded once, like the reference
         np.testing.assert_array_equal(total, reference[1])
         np.testing.assert_array_equal(mean, reference[2])
+
+
+EPILOGUE_STEPS = {
+    "scale": ("y * 0.75", lambda y: y * 0.75),
+    "shift": ("y + 1.5", lambda y: y + 1.5),
+    "negate": ("-y", lambda y: -y),
+    "abs": ("dsl.abs(y)", dsl.abs),
+    "relu": ("dsl.relu(y)", dsl.relu),
+    "through float16": ("dsl.cast(dsl.cast(y, dsl.float16), dsl.float32)",
+                        lambda y: dsl.cast(dsl.cast(y, dsl.float16), dsl.float32)),
+    "clip": ("dsl.clip(y, -0.5, 2.0)", lambda y: dsl.clip(y, -0.5, 2.0)),
+}
+ROW_OPS = {
+    "softmax": lambda x, keep: dsl.softmax(x),
+    "sum": lambda x, keep: dsl.reduce_sum(x, [-1], keepdims=keep),
+    "max": lambda x, keep: dsl.reduce_max(x, [-1], keepdims=keep),
+    "mean": lambda x, keep: dsl.reduce_mean(x, [-1], keepdims=keep),
+}
+
+
+@settings(max_examples=max(FUZZ_EXAMPLES // 2, 1), deadline=None, derandomize=FUZZ_EXAMPLES == 40, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_row_op_epilogues_match_the_eager_engine(data):
+    """A random producer (x * 0.5 + operand), a row op, then a random chain of elementwise steps
+    with an optional operand of the row result's shape: one kernel, the eager engine's bits."""
+    rows, cols = data.draw(st.integers(1, 5)), data.draw(st.integers(1, 40))
+    row_op, keep = data.draw(st.sampled_from(sorted(ROW_OPS))), data.draw(st.booleans())
+    chain = data.draw(st.lists(st.sampled_from(sorted(EPILOGUE_STEPS)), min_size=1, max_size=4))
+    with_operand = data.draw(st.booleans())
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
+    bias = rng.standard_normal(cols).astype(np.float32)
+    out_shape = (rows, cols) if row_op == "softmax" else (rows, 1) if keep else (rows,)
+    operand = rng.standard_normal(out_shape).astype(np.float32)
+    note(f"{row_op} keepdims={keep} chain={chain} operand={with_operand} x{x.shape}")
+
+    def program(x, bias, operand):
+        y = ROW_OPS[row_op](x * 0.5 + bias, keep)
+        for name in chain:
+            y = EPILOGUE_STEPS[name][1](y)
+        return y * operand if with_operand else y
+
+    f = dsl.jit(program)
+    assert f.executable(x, bias, operand).kernel_count == 1
+    report = dsl.compare(f, x, bias, operand, rtol=0, atol=0)
+    assert report.ok, report
