@@ -49,9 +49,10 @@ class Leaf:
 
 @dataclass
 class Epilogue:
-    """Elementwise ops applied to a Softmax row's result inside its kernel: ``lines`` compute
-    ``out_vars`` (the values ``sinks``) from ``row_var`` (the softmax value, rounded to
-    ``row_dtype``, in its compute domain) and the group's leaves."""
+    """Elementwise ops applied to a row op's result inside its kernel (per element of a Softmax
+    row, once per row after a reduction): ``lines`` compute ``out_vars`` (the values ``sinks``)
+    from ``row_var`` (the row result, rounded to ``row_dtype``, in its compute domain) and the
+    group's leaves."""
 
     sinks: list[Value]
     row_var: str
@@ -64,7 +65,7 @@ class Epilogue:
 @dataclass
 class Group:
     """A fused elementwise group: ``sinks`` (all of shape ``shape``) computed from ``leaves``.
-    A row kernel's group may carry an ``epilogue`` (ops applied to its softmax result)."""
+    A row kernel's group may carry an ``epilogue`` (ops applied to its result)."""
 
     sinks: list[Value]
     shape: tuple

@@ -78,7 +78,9 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
             needed.update(v.name for v in node.inputs[1 if id(node) in rows else 0:] if v is not None)
     # a row node whose result only feeds a chain of same-shape elementwise ops computes them in
     # its kernel (an epilogue): that kernel is made where the chain's last value is needed
-    epilogue_of = _epilogues(graph, rows, fusable, producer, needed)
+    row_groups = _row_groups([n for n in graph.nodes if id(n) in rows], producer)
+    epilogue_of = _epilogues(graph, row_groups, fusable, producer, needed)
+    with_epilogue = {id(row) for row in epilogue_of.values()}
     needed.update(epilogue_of)
     # graph outputs nothing else reads wait until the end, where those of one shape share a kernel
     late = {v.name for v in graph.outputs} - {v.name for n in graph.nodes if not fusable[id(n)]
@@ -86,10 +88,9 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
     builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of))
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
-    row_groups = _row_groups([n for n in graph.nodes if id(n) in rows], producer)
     for node in graph.nodes:
         if id(node) in rows:
-            if any(row is node for row in epilogue_of.values()):
+            if id(node) in with_epilogue:
                 continue  # built with its epilogue, below
             together = row_groups.get(id(node))
             if together:  # the first of reductions over one value: one pass feeds them all
@@ -118,11 +119,11 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     return _group_outputs(steps, deferred, builder)
 
 
-def _epilogues(graph: Graph, rows: set, fusable: dict, producer: dict, needed: set) -> dict:
-    """{name of the last value of an epilogue chain: its row node (a softmax, or a reduction
-    that is the only one of its input)}. The chain follows the row result through elementwise
-    nodes of the same shape, each value read by exactly one node, and ends at a graph output,
-    a value needed anyway, or the last such node."""
+def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, needed: set) -> dict:
+    """{name of the last value of an epilogue chain: its row node (one alone in its row kernel:
+    a softmax, or the only reduction of its input)}. The chain follows the row result through
+    elementwise nodes of the same shape, each value read by exactly one node, and ends at a
+    graph output, a value needed anyway, or the last such node."""
     readers: dict = {}
     for node in graph.nodes:
         for value in node.inputs:
@@ -130,13 +131,8 @@ def _epilogues(graph: Graph, rows: set, fusable: dict, producer: dict, needed: s
                 readers.setdefault(value.name, {})[id(node)] = node
     outputs = {v.name for v in graph.outputs}
     found = {}
-    reduced = {}  # input name -> how many reductions read it (those share a kernel: no epilogue)
     for node in graph.nodes:
-        if id(node) in rows:
-            reduced[node.inputs[0].name] = reduced.get(node.inputs[0].name, 0) + 1
-    for node in graph.nodes:
-        if id(node) not in rows or reduced[node.inputs[0].name] > 1 and \
-                producer[node.outputs[0].name][2].kernel.kind not in ("softmax", "logsoftmax"):
+        if len(row_groups.get(id(node)) or ()) != 1:  # not a row node, or sharing its pass
             continue
         value, shape, sink = node.outputs[0], node.outputs[0].type.shape, None
         while value.name not in outputs and (sink is None or value.name not in needed):
