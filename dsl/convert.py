@@ -4,9 +4,10 @@ The choices where implementations disagree live here, in one place:
 - float -> float8/float4/e8m0/bfloat16: the numba encoders in kernels.floats (round to
   nearest even, ``saturate`` per the Cast spec tables). A float64 source is rounded once,
   straight from its float64 bits, never through float32.
-- float -> int4/uint4/int2/uint2: truncate toward zero, then wrap to the bit width
-  (onnx's reference and the node tests' data; onnxruntime rounds instead). NaN, +-Inf and
-  |x| >= 2**63 give 0 (as for the standard integer types below). Integer sources wrap.
+- float -> int4/uint4/int2/uint2 (out of range is undefined in the spec): truncate toward
+  zero; a truncated value outside the type's range, NaN and +-Inf give 0 (onnx's reference
+  and the node tests' data, both ml_dtypes >= 0.7: -8.9 -> int4 -8, -9.5 -> 0, 16 -> uint4 0;
+  onnxruntime rounds instead). Integer sources wrap.
 - float -> standard integer types (out of range is undefined in the spec): truncate toward
   zero; NaN, +-Inf and |x| >= 2**63 give 0; then wrap to the width (uint64 keeps [2**63, 2**64)).
   Platform-independent, and exactly what the generated kernels do.
@@ -146,6 +147,13 @@ def _wrap_bits(values: np.ndarray, dst: DType) -> np.ndarray:
     return low.astype(dst.np_dtype)
 
 
+def _outside(whole: np.ndarray, dst: DType) -> np.ndarray:
+    """Where truncated floats fall outside sub-byte integer type ``dst``'s range."""
+    low = -(1 << (dst.bits - 1)) if dst.kind == "int" else 0
+    high = (1 << (dst.bits - 1)) - 1 if dst.kind == "int" else (1 << dst.bits) - 1
+    return (whole < low) | (whole > high)
+
+
 def _int_to_float64_odd(values: np.ndarray) -> np.ndarray:
     """int64 / uint64 as float64 rounded to odd: exact below 2**53, and beyond it one more
     rounding to any float of <= 51 significant bits is the correct rounding of the integer."""
@@ -188,7 +196,9 @@ def convert(array: np.ndarray, dst: DType, *, saturate: bool = True, round_mode:
         return codes.view(dst.np_dtype).reshape(array.shape)
     if wide.dtype.kind == "f" and dst.kind in ("int", "uint"):
         whole = float_to_int(wide, np.uint64 if dst.np_dtype == np.uint64 else np.int64)
-        return _wrap_bits(whole, dst) if dst.packed else whole.astype(dst.np_dtype)
+        if dst.packed:
+            return _wrap_bits(np.where(_outside(whole, dst), 0, whole), dst)
+        return whole.astype(dst.np_dtype)
     with np.errstate(all="ignore"):  # a fresh intermediate (e.g. decoded floats) is returned as is
         return wide.astype(dst.np_dtype, copy=wide is array)
 
@@ -216,7 +226,7 @@ def convert_tensor(tensor: Tensor, dst: DType, *, saturate: bool = True, round_m
     exists; returns a Tensor (packed when ``dst`` is) or None when no direct path applies.
 
     - packed -> any byte-or-wider numeric type: one 256-row byte table lookup per byte;
-    - float / int array -> packed int4/uint4/int2/uint2: truncate, wrap and pack in one pass.
+    - float / int array -> packed int4/uint4/int2/uint2: truncate (or wrap) and pack in one pass.
     """
     src = tensor.dtype
     contiguous = tensor.view.is_contiguous
@@ -234,6 +244,9 @@ def convert_tensor(tensor: Tensor, dst: DType, *, saturate: bool = True, round_m
         if flat.dtype == np.float16:  # numba has no float16; float32 holds every value exactly
             flat = flat.astype(np.float32)
         out = np.empty(dst.packed_nbytes(flat.size), np.uint8)
-        (packed_kernels.pack_floats if src.kind == "float" else packed_kernels.pack_ints)(flat, dst.bits, out)
+        if src.kind == "float":
+            packed_kernels.pack_floats(flat, dst.bits, out, dst.kind == "int")
+        else:
+            packed_kernels.pack_ints(flat, dst.bits, out)
         return Tensor.from_packed(out, dst, tensor.shape)
     return None

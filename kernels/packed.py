@@ -149,10 +149,13 @@ def truncate_to_int64(values):
     return out
 
 
-def pack_floats(values, bits, out):
-    """Pack float ``values`` as ``bits``-bit integers with ONNX Cast semantics (truncate toward
-    zero, NaN and +-Inf give 0, then wrap)."""
-    pack_ints(truncate_to_int64(values), bits, out)
+def pack_floats(values, bits, out, signed):
+    """Pack float ``values`` as ``bits``-bit integers with dsl's Cast rule (dsl/convert.py):
+    truncate toward zero; NaN, +-Inf and a truncated value outside the type's range give 0."""
+    whole = truncate_to_int64(values)
+    low = -(1 << (bits - 1)) if signed else 0
+    high = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    pack_ints(np.where((whole < low) | (whole > high), 0, whole), bits, out)
 
 
 pack_bits = pack_ints  # codes are integers too: packing them is the same wrap-and-shift

@@ -126,7 +126,11 @@ def coerce(expr: str, src_domain: str, dt: DType, saturate: bool = True, round_m
         return f"_bits.bf16_to_f32(_bits.f32_to_bf16({narrow}))"
     if name in TABLE_FLOATS:
         return f"_T_{name}[{encoder_name(name, saturate, round_mode)}({narrow})]"
-    return sub_byte_value(name, f"_trunc_int({expr})" if is_float_domain(src_domain) else f"np.int64({expr})")
+    if is_float_domain(src_domain):  # dsl/convert.py: truncated, out of range -> 0
+        bits, signed = SUB_BYTE_INTS[name]
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+        return sub_byte_value(name, f"_trunc_sub_byte({expr}, np.int64({low}), np.int64({high}))")
+    return sub_byte_value(name, f"np.int64({expr})")
 
 
 def store(dt: DType, value: str) -> str:

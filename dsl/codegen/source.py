@@ -44,6 +44,13 @@ def _trunc_int(x):
 
 
 @numba.njit(cache=True, nogil=True, inline='always')
+def _trunc_sub_byte(x, low, high):
+    # float -> int4/uint4/int2/uint2 (dsl/convert.py): truncate; NaN, Inf, out of range -> 0
+    whole = _trunc_int(x)
+    return whole if whole >= low and whole <= high else np.int64(0)
+
+
+@numba.njit(cache=True, nogil=True, inline='always')
 def _trunc_uint64(x):
     if x >= 9.223372036854775808e18 and x < 1.8446744073709551616e19:
         return np.uint64(x)
