@@ -27,13 +27,25 @@ from kernels import packed as _packed
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _c_div(a, b):
-    # integer division truncating toward zero (C); b == 0 gives 0 (error_model='numpy')
+    # signed integer division truncating toward zero (C); b == 0 gives 0 (error_model='numpy');
+    # x / -1 is the wrapping negation: minimum / -1 overflows in hardware (numba's // gave 0
+    # for int64), numpy and the reference give the minimum itself
     if b == 0:
         return a - a
+    if b == -1:
+        return a - a - a
     q = a // b
     if (a % b != 0) and ((a < 0) != (b < 0)):
         q += 1
     return q
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _c_div_unsigned(a, b):
+    # (no sign correction: an int literal added to uint64 would make numba compute in float64)
+    if b == 0:
+        return a - a
+    return a // b
 """
 
 

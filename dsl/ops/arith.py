@@ -94,7 +94,8 @@ def _float_or_cast(fn):
 def _div_expr(call, args, domains):
     if domains[0].startswith("float"):
         return f"({args[0]} / {args[1]})"
-    return f"_c_div({args[0]}, {args[1]})"
+    helper = "_c_div_unsigned" if domains[0].startswith("uint") else "_c_div"
+    return f"{helper}({args[0]}, {args[1]})"
 
 
 def _register(name: str, fn, symbol: str | None, expr=None):
