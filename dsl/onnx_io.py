@@ -1,13 +1,16 @@
 """ModelProto <-> Graph. The only module that imports onnx (lazily, inside functions)."""
 from __future__ import annotations
 
+import math
 import os
+import stat
 import sys
 
 import numpy as np
 
 from . import dtypes
 from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError
+from .external_data import external_bytes
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .ops import registry
 from .tensor import Tensor
@@ -29,34 +32,56 @@ _FIELD = {"float": "float_data", "complex64": "float_data", "double": "double_da
           "uint64": "uint64_data", "string": "string_data"}
 
 
-def tensor_from_proto(proto) -> np.ndarray:
-    """A TensorProto as a numpy array (ml_dtypes for exotic types), strictly validated."""
-    label = f"tensor {proto.name!r}" if proto.name else "tensor"
+_NUMPY_MAX_RANK = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+
+
+def tensor_from_proto(proto, base_dir: str | None = None, where: str = "dsl.from_onnx") -> np.ndarray:
+    """A TensorProto as a numpy array (ml_dtypes for exotic types), strictly validated.
+
+    ``base_dir`` is the model's directory, needed to read external data; ``where`` prefixes errors.
+    Counts are Python ints checked against the data present before numpy sees the shape.
+    """
+    label = f"{where}: tensor {proto.name!r}" if proto.name else f"{where}: tensor"
     try:
         dt = dtypes.dtype(int(proto.data_type))
     except DslError:
-        raise DTypeError(f"dsl.from_onnx: {label} has unsupported data_type {proto.data_type}") from None
+        raise DTypeError(f"{label} has unsupported data_type {proto.data_type}") from None
     shape = tuple(int(d) for d in proto.dims)
     if any(d < 0 for d in shape):
-        raise InputError(f"dsl.from_onnx: {label} has negative dims {list(shape)}")
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    if proto.data_location == 1 or proto.external_data:
-        raise UnsupportedError(f"dsl.from_onnx: {label} uses external data, which is not supported")
+        raise InputError(f"{label} has negative dims {list(shape)}")
+    count = math.prod(shape)  # not np.prod: an int64 product can wrap around to a small count
+    _check_numpy_limits(shape, count, dt, label)
+    if proto.data_location == 1:  # EXTERNAL (a closed proto2 enum: no other value parses)
+        inline = proto.HasField("raw_data") or len(getattr(proto, _FIELD.get(dt.onnx_name, "int32_data"))) > 0
+        return _from_raw(external_bytes(proto, dt, count, label, base_dir, inline), dt, shape, count, label)
+    if proto.external_data:
+        raise InputError(f"{label} has external_data entries but data_location DEFAULT; expected "
+                         f"data_location EXTERNAL (1) for external data")
     if proto.HasField("raw_data"):
         if dt.kind == "string":
-            raise InputError(f"dsl.from_onnx: {label} is a string tensor with raw_data; ONNX stores "
-                             f"strings in string_data")
+            raise InputError(f"{label} is a string tensor with raw_data; ONNX stores strings in string_data")
         return _from_raw(proto.raw_data, dt, shape, count, label)
     return _from_fields(proto, dt, shape, count, label)
+
+
+def _check_numpy_limits(shape: tuple, count: int, dt, label: str) -> None:
+    """ShapeError for shapes numpy cannot hold even when the data matches: too many dims, or an
+    empty tensor whose nonzero dims overflow numpy's byte count (numpy multiplies those). A
+    non-empty tensor is only built once its data, which fits in memory, matches ``count``."""
+    if len(shape) > _NUMPY_MAX_RANK:
+        raise ShapeError(f"{label} has rank {len(shape)}; numpy holds at most {_NUMPY_MAX_RANK} dims")
+    nbytes = dt.np_dtype.itemsize * math.prod(d for d in shape if d)
+    if count == 0 and nbytes > sys.maxsize:
+        raise ShapeError(f"{label} has dims {list(shape)}: {nbytes} bytes before counting zero dims, "
+                         f"more than numpy can index (at most {sys.maxsize})")
 
 
 def _from_raw(raw: bytes, dt, shape: tuple, count: int, label: str) -> np.ndarray:
     need = dt.packed_nbytes(count)
     if len(raw) != need:
-        raise InputError(f"dsl.from_onnx: {label} {dt.onnx_name}{list(shape)} has {len(raw)} raw bytes; "
-                         f"expected {need}")
+        raise InputError(f"{label} {dt.onnx_name}{list(shape)} has {len(raw)} raw bytes; expected {need}")
     if dt.kind == "bool" and raw and max(raw) > 1:
-        raise InputError(f"dsl.from_onnx: {label} bool raw_data holds byte {max(raw)}; expected 0 or 1")
+        raise InputError(f"{label} bool raw_data holds byte {max(raw)}; expected 0 or 1")
     if dt.packed:
         return Tensor.from_packed(raw, dt, shape).numpy()
     array = np.frombuffer(raw, dtype=dt.np_dtype).reshape(shape)
@@ -65,51 +90,57 @@ def _from_raw(raw: bytes, dt, shape: tuple, count: int, label: str) -> np.ndarra
 
 def _from_fields(proto, dt, shape: tuple, count: int, label: str) -> np.ndarray:
     field = _FIELD.get(dt.onnx_name, "int32_data")
-    data = list(getattr(proto, field))
+    data = getattr(proto, field)  # never larger than the serialized model
     if dt.kind == "string":
-        try:
-            strings = [s.decode("utf-8") for s in data]
-        except UnicodeDecodeError as exc:
-            raise InputError(f"dsl.from_onnx: {label} has a string that is not UTF-8: {exc}") from None
-        return _sized(np.array(strings, dtype=object), count, shape, label)
+        _check_count(len(data), count, shape, label)
+        strings = [_utf8(s, f"{label} string_data entry {i}") for i, s in enumerate(data)]
+        return np.array(strings, dtype=object).reshape(shape)
     if dt.kind == "complex":
         if len(data) != 2 * count:
-            raise InputError(f"dsl.from_onnx: {label} has {len(data)} {field} entries; expected {2 * count} "
+            raise InputError(f"{label} has {len(data)} {field} entries; expected {2 * count} "
                              f"(real, imaginary pairs)")
         pairs = np.array(data, np.float64).reshape(-1, 2)
         return (pairs[:, 0] + 1j * pairs[:, 1]).astype(dt.np_dtype).reshape(shape)
     if dt.packed:
         need = dt.packed_nbytes(count)
         if len(data) != need:
-            raise InputError(f"dsl.from_onnx: {label} {dt.onnx_name}{list(shape)} has {len(data)} "
+            raise InputError(f"{label} {dt.onnx_name}{list(shape)} has {len(data)} "
                              f"int32_data entries; expected {need} (one packed byte each)")
         codes = _in_range(data, 0, 255, field, label, "each entry holds one packed byte")
         return Tensor.from_packed(codes.astype(np.uint8), dt, shape).numpy()
+    _check_count(len(data), count, shape, label)
     if field == "int32_data" and dt.kind == "float":  # float16/bfloat16/float8 as bit patterns
         bits = _in_range(data, 0, 2 ** dt.bits - 1, field, label, f"{dt.bits}-bit patterns")
         storage = np.uint16 if dt.bits == 16 else np.uint8
-        return _sized(bits.astype(storage).view(dt.np_dtype), count, shape, label)
+        return bits.astype(storage).view(dt.np_dtype).reshape(shape)
     if field in ("int32_data", "uint64_data") and dt.kind in ("int", "uint", "bool"):
         low, high = (0, 1) if dt.kind == "bool" else (np.iinfo(dt.np_dtype).min, np.iinfo(dt.np_dtype).max)
         values = _in_range(data, int(low), int(high), field, label, f"{dt.onnx_name} values")
-        return _sized(values.astype(dt.np_dtype), count, shape, label)
-    return _sized(np.array(data, dtype=dt.np_dtype), count, shape, label)
+        return values.astype(dt.np_dtype).reshape(shape)
+    return np.array(data, dtype=dt.np_dtype).reshape(shape)
 
 
-def _in_range(data: list, low: int, high: int, field: str, label: str, why: str) -> np.ndarray:
+def _in_range(data, low: int, high: int, field: str, label: str, why: str) -> np.ndarray:
     values = np.array(data, dtype=np.uint64 if high > 2 ** 63 else np.int64)
     bad = values[(values < low) | (values > high)] if values.size else values
     if bad.size:
-        raise InputError(f"dsl.from_onnx: {label} has {field} entry {int(bad[0])} outside "
-                         f"[{low}, {high}] ({why})")
+        raise InputError(f"{label} has {field} entry {int(bad[0])} outside [{low}, {high}] ({why})")
     return values
 
 
-def _sized(array: np.ndarray, count: int, shape: tuple, label: str) -> np.ndarray:
-    if array.size != count:
-        raise InputError(f"dsl.from_onnx: {label} has {array.size} values; expected {count} for "
-                         f"shape {list(shape)}")
-    return array.reshape(shape)
+def _check_count(found: int, count: int, shape: tuple, label: str) -> None:
+    if found != count:
+        raise InputError(f"{label} has {found} values; expected {count} for shape {list(shape)}")
+
+
+def _utf8(raw: bytes, what: str) -> str:
+    """``raw`` decoded as UTF-8, or InputError quoting (a prefix of) the bad bytes."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        shown = repr(raw[:40]) + ("..." if len(raw) > 40 else "")
+        raise InputError(f"{what} is not UTF-8: {shown} ({exc.reason} at byte {exc.start}); "
+                         f"expected UTF-8 text") from None
 
 
 def tensor_to_proto(name: str, array: np.ndarray):
@@ -131,18 +162,39 @@ def tensor_to_proto(name: str, array: np.ndarray):
 
 
 # ---- types --------------------------------------------------------------------------------
+# The nestings dsl's ops accept (ONNX's tensor / seq / optional constraints); any other is refused
+# while walking down, so a type nested 100k levels deep costs 3 steps and no recursion.
+_NESTINGS = {(), ("sequence_type",), ("optional_type",), ("optional_type", "sequence_type")}
+_SPELLING = {"sequence_type": "seq", "optional_type": "optional"}
+
+
 def type_from_proto(proto, label: str):
     """A TypeProto as a TensorType / SequenceType / OptionalType; DslError naming ``label``."""
+    wrappers: tuple[str, ...] = ()
     which = proto.WhichOneof("value")
+    while which in _SPELLING:
+        wrappers += (which,)
+        if wrappers not in _NESTINGS:
+            raise UnsupportedError(f"dsl.from_onnx: {label} has type {_spell(wrappers)}, which is not "
+                                   f"supported; expected tensor, seq(tensor), optional(tensor) or "
+                                   f"optional(seq(tensor))")
+        proto = getattr(proto, which).elem_type
+        which = proto.WhichOneof("value")
     if which == "tensor_type":
-        return _tensor_type_from_proto(proto.tensor_type, label)
-    if which == "sequence_type":
-        return SequenceType(type_from_proto(proto.sequence_type.elem_type, label))
-    if which == "optional_type":
-        return OptionalType(type_from_proto(proto.optional_type.elem_type, label))
-    if which is None:
-        raise InputError(f"dsl.from_onnx: {label} has no type")
-    raise UnsupportedError(f"dsl.from_onnx: {label} has type {which}, which is not supported")
+        result = _tensor_type_from_proto(proto.tensor_type, label)
+    elif which is None:
+        inner = f" inside {_spell(wrappers)}" if wrappers else ""
+        raise InputError(f"dsl.from_onnx: {label} has no type{inner}")
+    else:
+        raise UnsupportedError(f"dsl.from_onnx: {label} has type {which}, which is not supported")
+    for wrapper in reversed(wrappers):
+        result = SequenceType(result) if wrapper == "sequence_type" else OptionalType(result)
+    return result
+
+
+def _spell(wrappers: tuple) -> str:
+    """ONNX spelling of nested wrappers: ('sequence_type', 'sequence_type') -> 'seq(seq(...))'."""
+    return "".join(f"{_SPELLING[w]}(" for w in wrappers) + "..." + ")" * len(wrappers)
 
 
 def _tensor_type_from_proto(tensor, label: str) -> TensorType:
@@ -158,7 +210,10 @@ def _tensor_type_from_proto(tensor, label: str) -> TensorType:
     dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim]
     if any(isinstance(d, int) and d < 0 for d in dims):
         raise ShapeError(f"dsl.from_onnx: {label} has a negative dim in shape {dims}")
-    return TensorType(dt, tuple(dims))
+    try:
+        return TensorType(dt, tuple(dims))
+    except ShapeError as exc:  # more elements than int64 counts: say which value
+        raise ShapeError(f"dsl.from_onnx: {label}: {exc}") from None
 
 
 def type_to_proto(value_type):
@@ -174,9 +229,10 @@ def type_to_proto(value_type):
 
 
 # ---- attributes ---------------------------------------------------------------------------
-def _attr_from_proto(attr, op_label: str):
+def _attr_from_proto(attr, op_label: str, base_dir: str | None):
     kind = attr.type
     kinds = _onnx().AttributeProto
+    what = f"{op_label}: attribute {attr.name!r}"
     if kind == kinds.INT:
         return int(attr.i)
     if kind == kinds.INTS:
@@ -186,15 +242,30 @@ def _attr_from_proto(attr, op_label: str):
     if kind == kinds.FLOATS:
         return [float(v) for v in attr.floats]
     if kind == kinds.STRING:
-        return attr.s.decode("utf-8")
+        return _utf8(attr.s, what)
     if kind == kinds.STRINGS:
-        return [s.decode("utf-8") for s in attr.strings]
+        return [_utf8(s, f"{what} entry {i}") for i, s in enumerate(attr.strings)]
     if kind == kinds.TENSOR:
-        return tensor_from_proto(attr.t)
+        return tensor_from_proto(attr.t, base_dir, what)
     if kind == kinds.SPARSE_TENSOR:
         return _SparseMarker()
-    raise UnsupportedError(f"{op_label}: attribute {attr.name!r} of type "
-                           f"{kinds.AttributeType.Name(kind)} is not supported")
+    raise UnsupportedError(f"{what} of type {_attr_type_name(kind)} is not supported")
+
+
+def _attr_type_name(kind: int) -> str:
+    try:
+        return _onnx().AttributeProto.AttributeType.Name(kind)
+    except ValueError:  # a code newer than this onnx, or garbage
+        return f"code {kind}"
+
+
+def _check_attr_type(attr, spec, label: str) -> None:
+    """InputError unless the AttributeProto type is the one the schema's kind needs."""
+    expected = _ATTR_TYPES.get(spec.kind)
+    got = _attr_type_name(attr.type)
+    if expected is not None and got != expected:
+        raise InputError(f"{label}: attribute {attr.name!r} has type {got}; expected {expected} "
+                         f"(schema kind {spec.kind!r})")
 
 
 class _SparseMarker:
@@ -226,15 +297,23 @@ def _attr_to_proto(name: str, value, kind: str | None):
 
 
 # ---- models -------------------------------------------------------------------------------
-def _load_model(source):
+def _load_model(source, base_dir):
+    """(ModelProto, directory for external data or None); onnx never resolves external data."""
     onnx = _onnx()
+    base_dir = None if base_dir is None else _directory(base_dir)
     if isinstance(source, onnx.ModelProto):
-        return source
+        return source, base_dir
     try:
         if isinstance(source, (bytes, bytearray, memoryview)):
-            return onnx.load_from_string(bytes(source))
+            return onnx.load_from_string(bytes(source)), base_dir  # reads no external data
         if isinstance(source, (str, os.PathLike)):
-            return onnx.load(os.fspath(source))
+            path = os.fspath(source)
+            if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or device would block or never end
+                raise InputError(f"dsl.from_onnx: model {source!r:.80} is not a regular file")
+            model = onnx.load(path, load_external_data=False)
+            return model, base_dir or os.path.dirname(os.path.abspath(path))
+    except DslError:
+        raise
     except (OSError, ValueError, TypeError) as exc:
         raise InputError(f"dsl.from_onnx: cannot read model {source!r:.80}: {exc}") from exc
     except Exception as exc:  # protobuf DecodeError is not a ValueError subclass
@@ -242,7 +321,23 @@ def _load_model(source):
     raise InputError(f"dsl.from_onnx: expected a path, bytes or onnx.ModelProto, got {type(source).__name__}")
 
 
+def _directory(base_dir) -> str:
+    path = os.fspath(base_dir) if isinstance(base_dir, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path or "\0" in path or not os.path.isdir(path):
+        raise InputError(f"dsl.from_onnx: base_dir {base_dir!r:.80} is not a directory; expected the "
+                         f"folder holding the model's external data files")
+    return os.path.abspath(path)
+
+
 def _default_opset(model) -> int:
+    seen = set()
+    for op in model.opset_import:
+        domain = "" if op.domain == "ai.onnx" else op.domain  # two spellings of the default domain
+        if domain in seen:
+            raise InputError(f"dsl.from_onnx: the model imports domain {op.domain or 'ai.onnx'!r} twice "
+                             f"(opset_import {[(o.domain, o.version) for o in model.opset_import]!r:.200}); "
+                             f"expected one version per domain")
+        seen.add(domain)
     versions = [op.version for op in model.opset_import if op.domain in ("", "ai.onnx")]
     if not versions:
         raise UnsupportedError("dsl.from_onnx: the model imports no default-domain (ai.onnx) opset")
@@ -253,15 +348,24 @@ def _default_opset(model) -> int:
     return opset
 
 
-def _check_op(np_node, name: str, label: str, opset: int) -> None:
-    """UnsupportedError naming the op and the opset unless dsl defines it there."""
+def _check_op(np_node, name: str, label: str, opset: int):
+    """The schema in force; UnsupportedError naming the op and the opset unless dsl defines it."""
     domain = np_node.domain if np_node.domain not in ("", "ai.onnx") else ""
     opdef = registry.all_ops().get(np_node.op_type) if not domain else None
     if opdef is None:
         qualified = f"{domain}::{np_node.op_type}" if domain else np_node.op_type
         raise UnsupportedError(f"{label}: operator {qualified} (opset {opset}) is not supported by dsl; "
                                f"supported: {sorted(registry.all_ops())}")
-    opdef.schema(opset, name)
+    return opdef.schema(opset, name)
+
+
+def _min_outputs(op_type: str, opset: int) -> int:
+    """The fewest outputs ONNX lets a node of ``op_type`` list (dsl's schemas do not count them)."""
+    onnx = _onnx()
+    try:
+        return int(onnx.defs.get_schema(op_type, opset, "").min_output)
+    except onnx.defs.SchemaError:  # an op onnx does not know at this opset: at least one output
+        return 1
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -278,13 +382,34 @@ class _Values(dict):
         return self[name]
 
 
-def graph_from_model(model) -> Graph:
-    """Build a Graph from a ModelProto (ops checked against the opset; no inference yet)."""
+def _check_names(entries, what: str, unique: bool = True) -> None:
+    """InputError on an empty name, or (``unique``) a repeated one: of two initializers or
+    value_info entries with one name, dsl would silently keep the last."""
+    seen = set()
+    for index, entry in enumerate(entries):
+        if not entry.name:
+            raise InputError(f"dsl.from_onnx: {what} {index} has an empty name; expected a non-empty "
+                             f"name")
+        if unique and entry.name in seen:
+            raise InputError(f"dsl.from_onnx: {what} {entry.name!r:.80} appears twice; expected "
+                             f"unique names")
+        seen.add(entry.name)
+
+
+def graph_from_model(model, base_dir: str | None = None) -> Graph:
+    """Build a Graph from a ModelProto (ops checked against the opset; no inference yet).
+
+    ``base_dir`` is the directory external data is read from (None: external data is refused).
+    """
     gp = model.graph
     opset = _default_opset(model)
     if gp.sparse_initializer:
         raise UnsupportedError("dsl.from_onnx: sparse initializers are not supported")
-    initializers = {t.name: _read_only(tensor_from_proto(t)) for t in gp.initializer}
+    for entries, what in ((gp.initializer, "initializer"), (gp.input, "graph input"),
+                          (gp.value_info, "value_info entry")):
+        _check_names(entries, what)
+    _check_names(gp.output, "graph output", unique=False)  # a value may be returned twice
+    initializers = {t.name: _read_only(tensor_from_proto(t, base_dir)) for t in gp.initializer}
     values = _Values()
     inputs = []
     for vi in gp.input:
@@ -294,48 +419,68 @@ def graph_from_model(model) -> Graph:
     for vi in list(gp.value_info) + list(gp.output):
         if vi.type.WhichOneof("value") is not None:
             values[vi.name].type = type_from_proto(vi.type, f"value {vi.name!r}")
-    nodes = [_node_from_proto(np_node, index, opset, values) for index, np_node in enumerate(gp.node)]
+    nodes = [_node_from_proto(np_node, index, opset, values, base_dir)
+             for index, np_node in enumerate(gp.node)]
     outputs = [values[vi.name] for vi in gp.output]
     return Graph(gp.name or "main", inputs, outputs, nodes, initializers, opset)
 
 
-def _node_from_proto(np_node, index: int, opset: int, values: _Values) -> Node:
-    name = np_node.name or f"{np_node.op_type}_{index}"
-    label = f"{np_node.op_type} (node {name!r})"
-    _check_op(np_node, name, label, opset)
+def _node_attrs(np_node, schema, label: str, base_dir: str | None) -> dict:
     attrs = {}
     for a in np_node.attribute:
         if a.ref_attr_name:
             raise UnsupportedError(f"{label}: attribute references are not supported")
-        value = _attr_from_proto(a, label)
+        if a.name in attrs:
+            raise InputError(f"{label}: attribute {a.name!r:.80} is given twice; expected each "
+                             f"attribute once")
+        spec = schema.attr(a.name)  # unknown names are refused by the schema check, naming them
+        if spec is not None:
+            _check_attr_type(a, spec, label)
+        value = _attr_from_proto(a, label, base_dir)
         attrs[a.name] = _read_only(value) if isinstance(value, np.ndarray) else value
+    return attrs
+
+
+def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir: str | None) -> Node:
+    name = np_node.name or f"{np_node.op_type}_{index}"
+    label = f"{np_node.op_type} (node {name!r})"
+    schema = _check_op(np_node, name, label, opset)
+    attrs = _node_attrs(np_node, schema, label, base_dir)
     out_names = list(np_node.output)
     while out_names and not out_names[-1]:  # trailing omitted optional outputs
         out_names.pop()
     if "" in out_names:
         raise UnsupportedError(f"{label}: an omitted output before a present one is not supported "
                                f"(outputs {list(np_node.output)})")
+    need = _min_outputs(np_node.op_type, opset)
+    if len(out_names) < need:
+        raise InputError(f"{label}: lists {len(out_names)} outputs {list(np_node.output)} (omitted "
+                         f"ones dropped); the op produces at least {need} at opset {opset}")
     return Node(np_node.op_type, [values[n] if n else None for n in np_node.input],
                 [values[n] for n in out_names], attrs, name, np_node.domain)
 
 
-def from_onnx(source):
+def from_onnx(source, *, base_dir=None):
     """Load an ONNX model as a Program.
 
     Args:
         source: a file path, serialized bytes or an onnx.ModelProto.
+        base_dir: the directory external data files are read from; defaults to the model
+            file's directory for a path, and is needed for bytes / ModelProto with external data.
+            Each file must be a regular single-link file inside it, reached without symlinks.
 
     Returns:
         A typed, checked ``dsl.Program`` (shape inference ran; errors name the node).
 
     Raises:
-        DslError: unreadable model, unsupported op / opset / type, or invalid node.
+        DslError: unreadable model, unsupported op / opset / type, invalid node or unsafe
+            external data.
 
     Example:
         >>> prog = dsl.from_onnx("mask.onnx"); prog.run({"mask": mask})
     """
     from .program import Program
-    return Program(graph_from_model(_load_model(source)))
+    return Program(graph_from_model(*_load_model(source, base_dir)))
 
 
 def _node_to_proto(node: Node, opset: int):

@@ -143,7 +143,8 @@ def _type_allowed(schema: Schema, spec: Input, value_type) -> bool:
     if isinstance(value_type, TensorType):
         return value_type.dtype in (spec.types if spec.types is not None else schema.types)
     if isinstance(value_type, SequenceType) and spec.types is None:
-        return value_type.elem is None or value_type.elem.dtype in schema.seq_types
+        elem = value_type.elem  # (dsl's sequences hold tensors; anything else is not allowed)
+        return elem is None or isinstance(elem, TensorType) and elem.dtype in schema.seq_types
     if isinstance(value_type, OptionalType) and spec.types is None and schema.accepts_optional:
         inner = value_type.elem
         if isinstance(inner, TensorType):  # ONNX lists optional(tensor(T)) for fewer T than tensor(T)
