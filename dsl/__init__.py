@@ -14,7 +14,8 @@ from .functional import (abs, add, clip, div, equal, erf, exp, greater, greater_
                          reduce_max, reduce_mean, reduce_sum, relu, sigmoid, softmax, sqrt, sub, tanh, where)
 from .jit import JitFunction, jit
 from .layout import contiguous
-from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError
+from .lru import set_cache_limits
+from .errors import DslError, DTypeError, InputError, ResourceError, ShapeError, UnsupportedError
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .onnx_io import from_onnx
 from .ops import LATEST_OPSET
@@ -38,12 +39,12 @@ def __getattr__(name):
 __all__ = [
     "DType", "dtype", "Tensor", "TensorType", "SequenceType", "OptionalType", "Graph", "Node", "Value",
     "Program", "from_onnx", "LATEST_OPSET",
-    "jit", "JitFunction", "contiguous", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
+    "jit", "JitFunction", "contiguous", "set_cache_limits", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
     "unsqueeze", "squeeze", "reshape", "flatten", "transpose", "expand", "shape", "identity",
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
     "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
     "matmul",
-    "DslError", "DTypeError", "InputError", "ShapeError", "UnsupportedError",
+    "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",
 ]

@@ -1,6 +1,7 @@
 """A pool of large result buffers, 64-byte aligned, reused once nothing refers to them."""
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -58,3 +59,11 @@ def aligned_empty(count: int, dtype, align: int = ALIGN) -> np.ndarray:
 
 
 POOL = BufferPool()
+
+
+def _renew_lock_in_child() -> None:
+    POOL._lock = threading.Lock()  # another thread may have held it when the process forked
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_lock_in_child)

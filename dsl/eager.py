@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import DslError, DTypeError, InputError
+from .errors import DslError, DTypeError, InputError, out_of_memory
 from .ops import registry
 from .tensor import Tensor
 from .trace import Tracer, current_builder
@@ -87,7 +87,14 @@ def call(op_type: str, data, opset: int | None = None, **named):
     inputs, attrs = _bind(opdef, schema, [first], named)
     op_call = opdef.make_call(schema, "", attrs, [None if x is None else runtime_type(x) for x in inputs],
                               inputs)
-    opdef.infer(schema, op_call)
+    out_types = opdef.infer(schema, op_call)
+    try:
+        return _run(opdef, op_call, data, inputs, is_tensor)
+    except MemoryError:
+        raise out_of_memory(op_type, out_types) from None
+
+
+def _run(opdef, op_call, data, inputs: list, is_tensor: bool):
     if is_tensor and opdef.view is not None:
         view = opdef.view(op_call, data.view)
         if view is not None:

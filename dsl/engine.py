@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import out_of_memory, where
 from .ir import Graph
 from .ops import registry
 from .values import runtime_type
@@ -22,8 +23,11 @@ def run_graph(graph: Graph, feeds: dict) -> list:
         args = [None if v is None else env[v.name] for v in node.inputs]
         types = [None if v is None else runtime_type(a) for v, a in zip(node.inputs, args)]
         call = opdef.make_call(schema, node.name, node.attrs, types, args)
-        opdef.infer(schema, call)
-        results = opdef.reference(call, args)
+        out_types = opdef.infer(schema, call)
+        try:
+            results = opdef.reference(call, args)
+        except MemoryError:
+            raise out_of_memory(where(node.op_type, node.name), out_types) from None
         if not node.inputs:  # a source node (Constant) hands out program-owned arrays
             results = [_read_only_view(r) if isinstance(r, np.ndarray) else r for r in results]
         for value, result in zip(node.outputs, results):

@@ -46,6 +46,14 @@ class TensorType:
     def is_static(self) -> bool:
         return self.shape is not None and all(isinstance(d, int) for d in self.shape)
 
+    @property
+    def nbytes(self) -> int | None:
+        """Bytes of a tensor of this type as numpy holds it (packed types: one byte an element;
+        strings: a pointer each); None unless the shape is static."""
+        if not self.is_static:
+            return None
+        return math.prod(self.shape) * self.dtype.np_dtype.itemsize
+
     def __str__(self) -> str:
         if self.shape is None:
             return f"{self.dtype.onnx_name}[...]"

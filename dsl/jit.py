@@ -1,19 +1,26 @@
 """``@dsl.jit``: trace once per input signature, plan fused kernels, run them; ``dsl.compare``."""
 from __future__ import annotations
 
+import inspect
+import os
 import threading
+import weakref
 from functools import partial
 
 import numpy as np
 
 from . import trace as tracing
-from .errors import DslError, InputError
+from .errors import DslError, InputError, out_of_memory, where
 from .codegen.compile import prepare_backend
 from .ir import Graph, TensorType
+from .lru import LRU
 from .ops import registry
 from .passes.fuse import KernelStep, NodeStep, partition
 from .runtime import KernelRunner, run_node
 from .tensor import Tensor
+from .values import plain_array
+
+_LIVE = weakref.WeakSet()  # every JitFunction, so a forked child can renew their locks
 
 
 class Executable:
@@ -32,8 +39,11 @@ class Executable:
     def run(self, feeds: dict) -> list:
         env = dict(self.constants)
         env.update(feeds)
-        for step in self._calls:
-            step(env)
+        for index, step in enumerate(self._calls):
+            try:
+                step(env)
+            except MemoryError:
+                raise self._out_of_memory(index) from None
         outputs = [env[name] for name in self.output_names]
         return [out.numpy() if type(out) is Tensor else out for out in outputs]
 
@@ -63,6 +73,14 @@ class Executable:
                 lines += ["    " + line for line in text.splitlines()]
         return "\n".join(lines)
 
+    def _out_of_memory(self, index: int):
+        step = self.steps[index]
+        if isinstance(step, NodeStep):
+            return out_of_memory(where(step.node.op_type, step.node.name), [v.type for v in step.node.outputs])
+        runner = self.runners[index]
+        return out_of_memory(f"jit kernel {index} of {self.graph.name}",
+                             [TensorType(dt, shape) for _, dt, shape in runner.outputs])
+
     def _runner(self, step):
         return next(r for r in self.runners if getattr(r, "group", None) is step.group)
 
@@ -81,15 +99,24 @@ def _read_only(value):
 
 def native_args(args) -> tuple:
     """Arguments as kernels read them (as Program.run checks feeds): numpy scalars as 0-d arrays,
-    non-native byte order converted once."""
+    ndarray subclasses as plain arrays (masked arrays refused), non-native byte order converted
+    once."""
     if all(type(a) is np.ndarray and a.dtype.isnative or type(a) is Tensor for a in args):
         return args  # the common case, checked cheaply
-    args = tuple(np.asarray(a) if isinstance(a, np.generic) else a for a in args)
-    return tuple(a.astype(a.dtype.newbyteorder("=")) if isinstance(a, np.ndarray) and a.dtype.kind not in "OUSV"
-                 and not a.dtype.isnative else a for a in args)
+    return tuple(_native_arg(a, i) for i, a in enumerate(args))
 
 
-def _arg_key(arg, index: int):
+def _native_arg(arg, index):
+    if isinstance(arg, np.generic):
+        arg = np.asarray(arg)
+    elif isinstance(arg, np.ndarray) and type(arg) is not np.ndarray:
+        arg = plain_array(arg, "jit", f"argument {index}")
+    if isinstance(arg, np.ndarray) and arg.dtype.kind not in "OUSV" and not arg.dtype.isnative:
+        arg = arg.astype(arg.dtype.newbyteorder("="))
+    return arg
+
+
+def _arg_key(arg, index):
     if isinstance(arg, np.ndarray):
         return ("a", arg.dtype, arg.shape)
     if isinstance(arg, Tensor):
@@ -98,16 +125,33 @@ def _arg_key(arg, index: int):
                      f"dsl.Tensor")
 
 
+_TRACING = threading.local()  # .stack: the JitFunctions this thread is tracing, outermost first
+
+
+def _tracing_stack() -> list:
+    stack = getattr(_TRACING, "stack", None)
+    if stack is None:
+        stack = _TRACING.stack = []
+    return stack
+
+
 class JitFunction:
     """A traced-and-compiled Python tensor function (see ``dsl.jit``)."""
 
     def __init__(self, fn, opset: int | None = None):
+        if isinstance(fn, JitFunction):
+            fn = fn.fn
+        if not callable(fn):
+            raise InputError(f"dsl.jit: {fn!r:.60} is a {type(fn).__name__}; expected a function of tensors "
+                             f"(use @dsl.jit or dsl.jit(fn))")
         self.fn = fn
         self.opset = registry.LATEST_OPSET if opset is None else opset
         self.__name__ = getattr(fn, "__name__", "jit_fn")
         self.__doc__ = getattr(fn, "__doc__", None)
-        self._cache: dict = {}
+        self.params = Parameters(fn, self.__name__)
+        self._cache = LRU("signatures")
         self._lock = threading.Lock()
+        _LIVE.add(self)
         prepare_backend()
 
     def __getstate__(self) -> dict:
@@ -118,54 +162,176 @@ class JitFunction:
     def __setstate__(self, state: dict) -> None:
         self.__init__(state["fn"], state["opset"])
 
-    def _trace(self, types: list) -> tracing.Builder:
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        return _MethodRefusal(self, type(instance).__name__)
+
+    def _trace(self, types: list, layout: tuple | None = None) -> tracing.Builder:
         builder = tracing.Builder(self.__name__, self.opset)
-        graph = tracing.trace_into(builder, self.fn, types)
+        stack = _tracing_stack()
+        stack.append(self)
+        try:
+            graph = tracing.trace_into(builder, self.fn, types, *self.params.caller(layout, len(types)))
+        finally:
+            stack.pop()
         assert graph is builder.graph
         return builder
 
-    def executable(self, *args) -> Executable:
-        """The compiled Executable for these arguments' signature (traced on first use)."""
-        return self._executable(native_args(args))
+    def _refuse_recursion(self) -> None:
+        if self in _tracing_stack():
+            raise DslError(f"jit: {self.__name__} calls itself while it is being traced (recursion); a "
+                           f"traced function runs once per input signature and cannot recurse: write the "
+                           f"repetition as a Python loop inside it")
 
-    def _executable(self, args: tuple) -> Executable:
+    def executable(self, *args, **kwargs) -> Executable:
+        """The compiled Executable for these arguments' signature (traced on first use)."""
+        names, values = self.params.bind(args, kwargs)
+        return self._executable(native_args(values), names)
+
+    def _executable(self, args: tuple, names: tuple | None = None) -> Executable:
         try:
             key = tuple((a.dtype, a.shape) if type(a) is np.ndarray else ("t", a.dtype.onnx_name, a.shape)
                         for a in args)
         except AttributeError:
             key = tuple(_arg_key(a, i) for i, a in enumerate(args))
+        if names is not None:
+            key = (names,) + key
         found = self._cache.get(key)
         if found is None:
+            self._refuse_recursion()
             with self._lock:
                 found = self._cache.get(key)
                 if found is None:
-                    builder = self._trace([tracing.input_type(a, i) for i, a in enumerate(args)])
+                    builder = self._trace([tracing.input_type(a, i) for i, a in enumerate(args)], names)
                     found = Executable(builder.graph, builder.calls, builder.constants)
                     self._cache[key] = found
         return found
 
-    def __call__(self, *args):
-        args = native_args(args)
+    def __call__(self, *args, **kwargs):
+        if not kwargs and len(args) == self.params.count and self.params.simple:
+            names, values = None, native_args(args)
+        else:
+            names, values = self.params.bind(args, kwargs)
+            values = native_args(values)
+        if any(type(a) is tracing.Tracer for a in values):  # called inside another traced function
+            return self._inline(args, kwargs)
         try:
-            executable = self._executable(args)
+            executable = self._executable(values, names)
         except InputError:
-            if not any(type(a).__module__.startswith(("dask.", "dsl.dask")) for a in args):
+            if not any(type(a).__module__.startswith(("dask.", "dsl.dask")) for a in values):
                 raise
             executable = None
         if executable is None:  # dask arrays in: a lazy blockwise program out
             from . import dask as dsl_dask
-            return dsl_dask.apply(self, *args)
-        outputs = executable.run(dict(zip(executable.input_names, args)))
+            return dsl_dask.apply(self, *values)
+        outputs = executable.run(dict(zip(executable.input_names, values)))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def lower(self, *args):
-        """The traced Program; args may be arrays, Tensors or dsl.TensorType (symbolic dims allowed)."""
-        from .program import Program
-        return Program(self._trace([tracing.input_type(a, i) for i, a in enumerate(args)]).graph)
+    def _inline(self, args: tuple, kwargs: dict):
+        """A jit function called by another one while it traces: its ops join the caller's graph."""
+        self._refuse_recursion()
+        stack = _tracing_stack()
+        stack.append(self)
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            stack.pop()
 
-    def explain(self, *args) -> str:
+    def lower(self, *args, **kwargs):
+        """The traced Program; args may be arrays, Tensors, numpy scalars or dsl.TensorType
+        (symbolic dims allowed)."""
+        from .program import Program
+        names, values = self.params.bind(args, kwargs)
+        values = [v if isinstance(v, TensorType) else _native_arg(v, i) for i, v in enumerate(values)]
+        self._refuse_recursion()
+        return Program(self._trace([tracing.input_type(a, i) for i, a in enumerate(values)], names).graph)
+
+    def explain(self, *args, **kwargs) -> str:
         """Fusion groups, views and generated kernel sources for these arguments."""
-        return self.executable(*args).explain()
+        return self.executable(*args, **kwargs).explain()
+
+
+class _MethodRefusal:
+    """What ``obj.f`` gives for a jit function ``f`` defined in a class: calling it explains."""
+
+    def __init__(self, function: JitFunction, owner: str):
+        self.function, self.owner = function, owner
+
+    def __call__(self, *args, **kwargs):
+        raise InputError(f"jit: {self.function.__name__} is used as a method of {self.owner}; @dsl.jit compiles "
+                         f"functions of tensors: decorate a module-level function (or a @staticmethod) and "
+                         f"pass what the method needs as arguments")
+
+
+class Parameters:
+    """A jit function's Python signature: binds positional and keyword arguments (keyword-only
+    ones too) to the graph inputs, one per parameter that received a tensor (the values of a
+    ``*args`` parameter are arg<i>, those of ``**kwargs`` their keywords); parameters left
+    out keep their Python defaults inside the function."""
+
+    def __init__(self, fn, name: str):
+        try:
+            self.signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # a builtin or extension callable: positional arguments
+            self.signature = None
+        params = list(self.signature.parameters.values()) if self.signature else []
+        self.name = name
+        self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self.count = len(self.positional)
+        self.simple = self.signature is not None and len(params) == self.count and \
+            all(p.default is p.empty for p in params)
+
+    def bind(self, args: tuple, kwargs: dict) -> tuple:
+        """(layout, argument values in order). The layout is None for the plain positional
+        form, else a tuple of (parameter, kind, names of the graph inputs it received)."""
+        if self.signature is None:
+            if kwargs:
+                raise InputError(f"jit: {self.name} takes positional arguments only; got keywords {sorted(kwargs)}")
+            return None, tuple(args)
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InputError(f"jit: {self.name}{self.signature}: {exc}") from None
+        if self.simple and not kwargs:
+            return None, tuple(args)
+        layout, values = [], []
+        for param in self.signature.parameters.values():
+            if param.name not in bound.arguments:
+                continue  # its default applies inside the function
+            value = bound.arguments[param.name]
+            if param.kind is param.VAR_POSITIONAL:
+                names = tuple(f"arg{len(values) + k}" for k in range(len(value)))
+                values += list(value)
+            elif param.kind is param.VAR_KEYWORD:
+                names = tuple(value)
+                values += list(value.values())
+            else:
+                names = (param.name,)
+                values.append(value)
+            layout.append((param.name, param.kind, names))
+        return tuple(layout), tuple(values)
+
+    def caller(self, layout: tuple | None, count: int) -> tuple:
+        """(graph input names, call(fn, tracers)) for a trace of ``count`` inputs."""
+        if layout is None:
+            names = tuple(self.positional[:count]) + tuple(f"arg{i}" for i in range(self.count, count))
+            return names, lambda fn, tracers: fn(*tracers)
+
+        def call(fn, tracers):
+            arguments, position = {}, 0
+            for name, kind, names in layout:
+                taken = tracers[position:position + len(names)]
+                position += len(names)
+                if kind is inspect.Parameter.VAR_POSITIONAL:
+                    arguments[name] = tuple(taken)
+                elif kind is inspect.Parameter.VAR_KEYWORD:
+                    arguments[name] = dict(zip(names, taken))
+                else:
+                    arguments[name] = taken[0]
+            bound = inspect.BoundArguments(self.signature, arguments)
+            return fn(*bound.args, **bound.kwargs)
+        return tuple(n for _, _, names in layout for n in names), call
 
 
 def jit(fn=None, *, opset: int | None = None):
@@ -188,3 +354,13 @@ def jit(fn=None, *, opset: int | None = None):
     if fn is None:
         return lambda f: JitFunction(f, opset)
     return JitFunction(fn, opset)
+
+
+def _renew_locks_in_child() -> None:
+    """A lock another thread held when the process forked stays held in the child forever."""
+    for function in list(_LIVE):
+        function._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_renew_locks_in_child)

@@ -10,7 +10,7 @@ from .errors import DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, OptionalType, SequenceType, TensorType, format_graph
 from .passes import infer_shapes
 from .tensor import Tensor
-from .values import as_array
+from .values import as_array, plain_array
 
 ENGINES = ("jit", "numpy")
 
@@ -155,6 +155,8 @@ def _check_feed(name: str, declared, value, symbols: dict):
     array = value
     if isinstance(array, np.generic):  # a numpy scalar is typed like an array: no conversion
         array = np.asarray(array)
+    elif isinstance(array, np.ndarray) and type(array) is not np.ndarray:
+        array = plain_array(array, "Program.run", f"input {name!r}")
     if not isinstance(array, np.ndarray):
         array = _from_python(name, declared.dtype, array)
     array = _native(name, as_array(array, "Program.run", f"input {name!r}"))

@@ -55,6 +55,16 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL[0]
 
 
+def _forget_pool_in_child() -> None:
+    """A forked child has none of its parent's threads: work queued to the inherited pool would
+    wait forever. The child starts a pool of its own on first use."""
+    _POOL.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 @contextlib.contextmanager
 def single_threaded():
     """Kernels called from this thread run on it alone (no row split over dsl's pool): for

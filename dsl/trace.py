@@ -135,7 +135,7 @@ class Builder:
         node = Node(op_type, list(inputs), outputs, attrs, node_name)
         self.graph.nodes.append(node)
         self.calls[id(node)] = call
-        fold(opdef, call, inputs, values, self.constants, outputs)
+        fold(opdef, call, inputs, values, self.constants, outputs, out_types)
         return outputs
 
 
@@ -154,12 +154,14 @@ def current_builder(values) -> Builder | None:
     return None
 
 
-def trace_into(builder: Builder, fn, arg_types: list) -> Graph:
-    """Trace ``fn`` on symbolic inputs of ``arg_types`` into ``builder``; returns its Graph."""
+def trace_into(builder: Builder, fn, arg_types: list, names=None, call=None) -> Graph:
+    """Trace ``fn`` on symbolic inputs of ``arg_types`` (graph inputs ``names``, default
+    arg0, arg1, ...) into ``builder``; ``call(fn, tracers)`` applies it (default: positionally).
+    Returns the builder's Graph."""
     name = builder.graph.name
-    params = _parameter_names(fn, len(arg_types))
-    tracers = [builder.input(p, t) for p, t in zip(params, arg_types)]
-    result = fn(*tracers)
+    names = names or [f"arg{i}" for i in range(len(arg_types))]
+    tracers = [builder.input(p, t) for p, t in zip(names, arg_types)]
+    result = call(fn, tracers) if call is not None else fn(*tracers)
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     for index, out in enumerate(outputs):
         if not isinstance(out, Tracer):
@@ -183,22 +185,13 @@ def distinct_outputs(builder: Builder, outputs: list) -> list:
     return result
 
 
-def _parameter_names(fn, count: int) -> list[str]:
-    import inspect
-    try:
-        names = [p.name for p in inspect.signature(fn).parameters.values()
-                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        names = []
-    names = names[:count]
-    return names + [f"arg{i}" for i in range(len(names), count)]
-
-
 def input_type(arg, index: int) -> TensorType:
     """The TensorType of a jit argument (array, Tensor, TensorType or Python scalar)."""
     from .tensor import Tensor
     if isinstance(arg, TensorType):
         return arg
+    if isinstance(arg, np.generic):
+        arg = np.asarray(arg)
     if isinstance(arg, Tensor):
         return TensorType(arg.dtype, arg.shape)
     if isinstance(arg, np.ndarray):

@@ -9,10 +9,21 @@ from .ir import OptionalType, SequenceType, TensorType, type_of_array
 from .tensor import Tensor
 
 
+def plain_array(value: np.ndarray, op: str, what: str) -> np.ndarray:
+    """An ndarray subclass as a plain ndarray (np.matrix, memmap ...); a masked array is refused:
+    ONNX tensors have no mask, and numpy would silently drop it."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise InputError(f"{op}: {what} is a numpy masked array; ONNX tensors have no mask. Pass "
+                         f"arr.filled(fill_value), or the data and the mask as two arrays (dsl.where)")
+    return np.asarray(value)
+
+
 def as_array(value, op: str, what: str) -> np.ndarray:
     """A numpy array of an ONNX element type, or DslError naming ``op`` and ``what``."""
     if isinstance(value, Tensor):
         return value.numpy()
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+        value = plain_array(value, op, what)
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as exc:

@@ -47,8 +47,14 @@ def _jit_reshape(a):
     return dsl.reshape(a, [BIG, BIG])
 
 
+@dsl.jit
+def _jit_recursive(a):
+    return _jit_recursive(a) + 1.0
+
+
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
 ONES = np.ones((1, 1), np.float32)
+HUGE = 2 ** 31
 
 # (id, callable, expected DslError subclass, regex naming the op and the offending value)
 BAD = [
@@ -142,6 +148,23 @@ BAD = [
      dsl.InputError, r"jit: argument 0 is a list; expected a numpy array or dsl\.Tensor"),
     ("jit-lower-list-argument", Call(_jit_unsqueeze.lower, [1.0, 2.0]),
      dsl.InputError, r"jit: argument 0 is a list; expected a numpy array, dsl\.Tensor or dsl\.TensorType"),
+    ("expand-bytes-overflow", Call(dsl.expand, ONES, [HUGE, HUGE]),
+     dsl.ShapeError, rf"Expand: output 0 float\[{HUGE},{HUGE}\] would need {4 * HUGE * HUGE} bytes, more than an "
+                     rf"array can hold"),
+    ("jit-expand-bytes-overflow", Call(lambda: dsl.jit(lambda x: dsl.expand(x, [HUGE, HUGE]) + 1.0)(ONES)),
+     dsl.ShapeError, rf"Expand \(node '\w+'\): output 0 float\[{HUGE},{HUGE}\] would need {4 * HUGE * HUGE} bytes"),
+    ("jit-missing-argument", Call(_jit_add, X),
+     dsl.InputError, r"jit: _jit_add\(a, b\): missing a required argument: 'b'"),
+    ("jit-unknown-keyword", Call(_jit_add, X, X, c=X),
+     dsl.InputError, r"jit: _jit_add\(a, b\): got an unexpected keyword argument 'c'"),
+    ("jit-not-a-function", Call(dsl.jit, 42),
+     dsl.InputError, r"dsl\.jit: 42 is a int; expected a function of tensors"),
+    ("jit-masked-array", Call(_jit_unsqueeze, np.ma.masked_array(X, X > 1)),
+     dsl.InputError, r"jit: argument 0 is a numpy masked array; ONNX tensors have no mask"),
+    ("jit-recursion", Call(_jit_recursive, X),
+     dsl.DslError, r"jit: _jit_recursive calls itself while it is being traced \(recursion\)"),
+    ("cache-limit-zero", Call(dsl.set_cache_limits, signatures=0),
+     dsl.InputError, r"dsl\.set_cache_limits: signatures=0; expected a positive int"),
 ]
 
 

@@ -130,9 +130,16 @@ class OpDef:
         return found[-1]
 
     def infer(self, schema: Schema, call: Call) -> list:
-        """Check arity and element types against ``schema``, then run the rule."""
+        """Check arity and element types against ``schema``, then run the rule; an output too
+        large for any array is a ShapeError here, before anything is allocated."""
         _check_inputs(schema, call)
-        return self.rule(call)
+        out_types = self.rule(call)
+        for index, value_type in enumerate(out_types):
+            size = value_type.nbytes if isinstance(value_type, TensorType) else None
+            if size is not None and size > MAX_ARRAY_BYTES:
+                call.fail(f"output {index} {value_type} would need {size} bytes, more than an array can "
+                          f"hold ({MAX_ARRAY_BYTES} bytes, numpy's limit)")
+        return out_types
 
     def make_call(self, schema: Schema, node: str, attrs: dict, types: list, values: list) -> Call:
         return Call(self.name, schema.version, node, resolve_attrs(self.name, node, schema, attrs),
@@ -177,6 +184,7 @@ def _check_inputs(schema: Schema, call: Call) -> None:
 
 
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1  # ONNX int / ints attributes are int64
+MAX_ARRAY_BYTES = 2 ** 63 - 1  # numpy's limit on one array's byte size (its intp)
 
 
 def _is_int(value) -> bool:

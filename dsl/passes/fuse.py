@@ -76,6 +76,9 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     for node in graph.nodes:
         if not fusable[id(node)]:
             needed.update(v.name for v in node.inputs[1 if id(node) in rows else 0:] if v is not None)
+    cuts = set(needed)
+    cones = _bound_cones(graph, fusable, needed)
+    cuts = needed - cuts  # values materialized only to bound kernels: later kernels read them
     # a row node whose result only feeds a chain of same-shape elementwise ops computes them in
     # its kernel (an epilogue): that kernel is made where the chain's last value is needed
     row_groups = _row_groups([n for n in graph.nodes if id(n) in rows], producer)
@@ -86,7 +89,7 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     late = {v.name for v in graph.outputs} - {v.name for n in graph.nodes if not fusable[id(n)]
                                                for v in n.inputs if v is not None} - set(epilogue_of)
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
-    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of))
+    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of) | cuts)
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
     for node in graph.nodes:
         if id(node) in rows:
@@ -116,7 +119,7 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
                 if value.name in late and len(produced) == 1 and isinstance(produced[0], KernelStep):
                     deferred[value.name] = (len(steps), value)
                 steps += produced
-    return _group_outputs(steps, deferred, builder)
+    return _group_outputs(steps, deferred, builder, cones)
 
 
 def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, needed: set) -> dict:
@@ -162,17 +165,60 @@ def _row_groups(row_nodes: list, producer: dict) -> dict:
     return groups
 
 
-def _group_outputs(steps: list, deferred: dict, builder: GroupBuilder) -> list:
+def _group_outputs(steps: list, deferred: dict, builder: GroupBuilder, cones: dict) -> list:
     """Graph outputs of one shape computed by ONE kernel at the end (it reads each input once,
-    computes shared producers once and writes every output of that shape). An output a view
-    step reads keeps its own kernel, in order."""
+    computes shared producers once and writes every output of that shape), up to
+    MAX_KERNEL_OUTPUTS outputs and MAX_KERNEL_NODES nodes a kernel. An output a view step reads
+    keeps its own kernel, in order."""
     read = {v.name for step in steps if isinstance(step, NodeStep) for v in step.node.inputs if v is not None}
     moved = {index: value for index, value in deferred.values() if value.name not in read}
     by_shape: dict = {}
     for value in moved.values():
         by_shape.setdefault(value.type.shape, []).append(value)
     kept = [step for index, step in enumerate(steps) if index not in moved]
-    return kept + [KernelStep(builder.build(values)) for values in by_shape.values()]
+    for values in by_shape.values():
+        batch, nodes = [], set()
+        for value in values:
+            cone = cones.get(value.name, set())
+            if batch and (len(batch) == MAX_KERNEL_OUTPUTS or len(nodes | cone) > MAX_KERNEL_NODES):
+                kept.append(KernelStep(builder.build(batch)))
+                batch, nodes = [], set()
+            batch.append(value)
+            nodes |= cone
+        kept.append(KernelStep(builder.build(batch)))
+    return kept
+
+
+# A kernel computes at most this many distinct nodes (elementwise and view) and writes at most
+# this many outputs: beyond that a value in between is materialized. Generated source, the code
+# generator's recursion and LLVM's time all grow with a kernel (a 400-op chain compiled for 22 s
+# as one kernel; 500 same-shape outputs took 64 s and 1.4 GB), while a cut costs one write and
+# one read of the cut value.
+MAX_KERNEL_NODES = 96
+MAX_KERNEL_OUTPUTS = 16
+
+
+def _bound_cones(graph: Graph, fusable: dict, needed: set) -> dict:
+    """Mark values ``needed`` so that no kernel's cone exceeds MAX_KERNEL_NODES nodes.
+
+    In topological order each fusable node's cone is itself plus the cones of its inputs that
+    are fused into it (produced by fusable nodes and not needed); while a cone is too large,
+    the input with the largest cone is cut (materialized). Returns {value name: its cone, a set
+    of node ids}."""
+    cones: dict = {}
+    for node in graph.nodes:
+        if not fusable[id(node)]:
+            continue
+        inputs = [v.name for v in node.inputs if v is not None and v.name in cones and v.name not in needed]
+        cone = {id(node)}.union(*(cones[name] for name in inputs))
+        while len(cone) > MAX_KERNEL_NODES and inputs:
+            cut = max(inputs, key=lambda name: len(cones[name]))
+            needed.add(cut)
+            inputs.remove(cut)
+            cone = {id(node)}.union(*(cones[name] for name in inputs))
+        for value in node.outputs:
+            cones[value.name] = cone
+    return cones
 
 
 def _materialize(value: Value, fused_producer: dict, builder: GroupBuilder, needed: set) -> list:

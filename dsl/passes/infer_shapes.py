@@ -6,6 +6,8 @@ read axes and target shapes at load time.
 """
 from __future__ import annotations
 
+import os
+
 from ..errors import DTypeError, InputError, ShapeError
 from ..ir import Graph, TensorType, type_of_array
 from ..ops import registry
@@ -40,11 +42,25 @@ def _merge(declared, inferred):
     return TensorType(inferred.dtype, dims)
 
 
-def fold(opdef, call, inputs: list, values: list, consts: dict, outputs: list) -> list | None:
+def _fold_budget() -> int:
+    """Bytes of outputs a node may have to be evaluated at load / trace time: ``$DSL_FOLD_BYTES``,
+    default 16 MiB. Larger constant results (an Expand of a scalar to [2**17, 2**17] is 64 GiB)
+    are computed when the program runs, like any other value."""
+    text = os.environ.get("DSL_FOLD_BYTES", "").strip()
+    return int(text) if text.isdigit() else 16 << 20
+
+
+FOLD_BYTES = _fold_budget()
+
+
+def fold(opdef, call, inputs: list, values: list, consts: dict, outputs: list, out_types: list) -> list | None:
     """Constant outputs of a node: what its rule computed from types alone (Shape), or its
-    reference when every input is a known constant. Records them in ``consts``."""
+    reference when every input is a known constant and its outputs (``out_types``) fit in
+    FOLD_BYTES. Records them in ``consts``."""
     folded = call.folded
-    if folded is None and inputs and all(v is not None and v.name in consts for v in inputs):
+    if folded is None and inputs and all(v is not None and v.name in consts for v in inputs) and \
+            sum(t.nbytes or 0 for t in out_types if isinstance(t, TensorType)) <= FOLD_BYTES and \
+            all(not isinstance(t, TensorType) or t.is_static for t in out_types):
         folded = opdef.reference(call, values)
     for value, array in zip(outputs, folded or []):
         consts[value.name] = array
@@ -65,7 +81,7 @@ def _infer_node(graph: Graph, node, types: dict, consts: dict, calls: dict) -> l
     if len(node.outputs) > len(out_types):
         raise InputError(f"{node.op_type} (node {node.name!r}): has {len(node.outputs)} outputs "
                          f"{[v.name for v in node.outputs]}; the op produces {len(out_types)}")
-    folded = fold(opdef, call, node.inputs, values, consts, node.outputs)
+    folded = fold(opdef, call, node.inputs, values, consts, node.outputs, out_types)
     return out_types if folded is None else [runtime_type(a) for a in folded]
 
 
