@@ -8,6 +8,7 @@ import numpy as np
 from . import dtypes, engine as engine_module
 from .errors import DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, OptionalType, SequenceType, TensorType, format_graph
+from .lru import LRU
 from .passes import infer_shapes
 from .tensor import Tensor
 from .values import as_array, plain_array
@@ -88,7 +89,9 @@ class Program:
         that are axes or shapes specialize by value)."""
         from .jit import Executable
         from .passes.specialize import specialize, value_inputs
-        cache = self.__dict__.setdefault("_executables", {})
+        cache = self.__dict__.get("_executables")
+        if cache is None:
+            cache = self._executables = LRU("signatures")
         if "_value_inputs" not in self.__dict__:
             self._value_inputs = value_inputs(self.graph)
         types = [TensorType(v.dtype if isinstance(v, Tensor) else dtypes.of_array(v), v.shape)
@@ -97,9 +100,10 @@ class Program:
         key = (tuple((t.dtype.onnx_name, t.shape, isinstance(feeds[n], Tensor))
                      for t, n in zip(types, self.input_names)),
                tuple((n, a.tobytes()) for n, a in sorted(known.items())))
-        if key not in cache:
-            cache[key] = Executable(*specialize(self.graph, types, known))
-        return cache[key]
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = Executable(*specialize(self.graph, types, known))
+        return found
 
     def _check_feeds(self, feeds) -> dict:
         names = self.input_names

@@ -20,6 +20,7 @@ from .buffers import ALIGN, POOL
 from .codegen import scalar
 from .codegen.compile import compile_kernel
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
+from .lru import LRU
 from .passes.fuse import KernelStep, NodeStep
 from .tensor import Tensor, _span_of
 from .view import BlockedView, View
@@ -173,7 +174,7 @@ class KernelRunner:
     def __init__(self, step: KernelStep):
         self.group = step.group
         self.row = step.row
-        self.plans: dict = {}
+        self.plans = LRU("signatures")  # launch plans by leaf layout
         self.size = prod(self.group.shape)
         if self.row is None or self.group.epilogue is not None:
             sinks = self.group.sinks if self.row is None else self.group.epilogue.sinks
