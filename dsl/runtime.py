@@ -17,8 +17,8 @@ from kernels import copy as copy_kernels
 from kernels import packed as packed_kernels
 
 from .buffers import ALIGN, POOL
-from .codegen import scalar
 from .codegen.compile import compile_kernel
+from .kir import types as kir_types
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
 from .lru import LRU
 from .passes.fuse import KernelStep, NodeStep
@@ -80,7 +80,7 @@ def single_threaded():
 
 def _storage(obj, dt):
     """(flat raw buffer, View, packed) of a runtime value for kernel loads."""
-    raw = np.dtype(scalar.raw_view(dt))
+    raw = np.dtype(kir_types.storage(dt))
     if isinstance(obj, Tensor):
         if obj.dtype.packed:
             return obj.buffer, obj.view, True
@@ -184,8 +184,8 @@ class KernelRunner:
                             for node, _, _ in self.row]
         # per-call constants, computed once
         self.leaf_names = [leaf.value.name for leaf in self.group.leaves]
-        self.raws = [np.dtype(scalar.raw_view(leaf.dtype)) for leaf in self.group.leaves]
-        self.out_specs = [(name, dt.np_dtype, out_shape, prod(out_shape), np.dtype(scalar.raw_view(dt)))
+        self.raws = [np.dtype(kir_types.storage(leaf.dtype)) for leaf in self.group.leaves]
+        self.out_specs = [(name, dt.np_dtype, out_shape, prod(out_shape), np.dtype(kir_types.storage(dt)))
                           for name, dt, out_shape in self.outputs]
         self.softmax = self.row is not None and self.row[0][2] in ("softmax", "logsoftmax")
 

@@ -1,8 +1,10 @@
-"""One fused elementwise kernel: from a cone of graph nodes to numba source and a leaf list.
+"""The numba rendering of a fused group's kernel-IR expressions (dsl/kir/group.py): each IR node
+becomes one statement ``tN = <numba expression>`` of the kernel body, each group input a
+``LOADi`` placeholder that the loop templates (source.py) replace by the load for its layout.
 
-View ops inside the cone are pushed down to the leaves (elementwise ops commute with any
-view), so the kernel indexes every leaf by the same output index through a per-leaf View
-(element strides + offset, computed at run time). Nothing is materialized in between.
+This module and its siblings are the only code that knows numba, ``np.*`` scalar functions and
+the ``kernels`` helpers' names. ``math="exact"`` renders float math as libm calls (bit-identical
+with numpy's scalar functions); ``math="fast"`` as kernels/vmath.py's vectorizable versions.
 """
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import kir
 from ..dtypes import DType
-from ..ir import Node, Value
+from ..ir import Value
+from ..kir import types
+from ..kir.group import Group, constant
 from . import scalar
 
 # The generated module imports these; kernels are plain functions over raw buffers.
@@ -50,197 +55,189 @@ def _c_div_unsigned(a, b):
 
 
 @dataclass
-class Leaf:
-    """A group input: graph value ``value`` seen through ``path``, a tuple of (key, transform)
-    pairs whose View transforms apply in order and end at the group's shape."""
-
-    value: Value
-    path: tuple
-    dtype: DType
-
-
-@dataclass
-class Epilogue:
-    """Elementwise ops applied to a row op's result inside its kernel (per element of a Softmax
-    row, once per row after a reduction): ``lines`` compute ``out_vars`` (the values ``sinks``)
-    from ``row_var`` (the row result, rounded to ``row_dtype``, in its compute domain) and the
-    group's leaves."""
+class RenderedEpilogue:
+    """An epilogue as statements: ``lines`` compute ``out_vars`` from ``row_var``."""
 
     sinks: list[Value]
     row_var: str
     row_dtype: DType
+    nodes: list
     lines: list[str] = field(default_factory=list)
     out_vars: list[str] = field(default_factory=list)
-    nodes: list[Node] = field(default_factory=list)
 
 
 @dataclass
-class Group:
-    """A fused elementwise group: ``sinks`` (all of shape ``shape``) computed from ``leaves``.
-    A row kernel's group may carry an ``epilogue`` (ops applied to its result)."""
+class Rendered:
+    """A group as statements: ``lines`` (the innermost loop body, LOADi placeholders for the
+    inputs) compute ``out_vars``, one per sink; ``helpers`` names the module-level decode
+    tables and encoders they use, as (kind, format, saturate, round_mode)."""
 
     sinks: list[Value]
     shape: tuple
-    nodes: list[Node] = field(default_factory=list)
-    leaves: list[Leaf] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)     # body of the innermost loop
+    leaves: list
+    nodes: list
+    lines: list[str] = field(default_factory=list)
     out_vars: list[str] = field(default_factory=list)
-    helpers: set = field(default_factory=set)          # (kind, fmt, flag) of encoders/tables used
-    epilogue: Epilogue | None = None
+    helpers: set = field(default_factory=set)
+    epilogue: RenderedEpilogue | None = None
+
+
+def render(group: Group, math: str = "exact") -> Rendered:
+    """The statements of ``group``'s expressions (and its epilogue's)."""
+    out = Rendered(group.sinks, group.shape, group.leaves, group.nodes)
+    lines = Lines(out.helpers, math=math)
+    out.out_vars = [lines.value(e) for e in group.outputs]
+    out.lines = lines.lines
+    _encode_stores(out.helpers, group.sinks)
+    if group.epilogue is not None:
+        epilogue = group.epilogue
+        row_var = f"t{lines.count}"
+        tail = Lines(out.helpers, start=lines.count + 1, math=math, variables={epilogue.row.name: row_var})
+        out.epilogue = RenderedEpilogue(epilogue.sinks, row_var, epilogue.row_dtype, epilogue.nodes)
+        out.epilogue.out_vars = [tail.value(e) for e in epilogue.outputs]
+        out.epilogue.lines = tail.lines
+        _encode_stores(out.helpers, epilogue.sinks)
+    return out
+
+
+def _encode_stores(helpers: set, sinks: list[Value]) -> None:
+    for sink in sinks:  # stores re-encode table floats (exact values, kept as they are)
+        if sink.type.dtype.onnx_name in scalar.TABLE_FLOATS:
+            helpers.add(("encode", sink.type.dtype.onnx_name, 0, "up"))
 
 
 def _literal(array: np.ndarray, dt: DType) -> str | None:
     """A scalar constant inlined as a typed literal (None if it is not a native scalar)."""
-    if array.size != 1 or dt.onnx_name not in scalar.NATIVE:
-        return None
-    value = array.reshape(-1)[0].item()
-    name = scalar.NATIVE[dt.onnx_name]
-    if name == "bool_":
-        return "True" if value else "False"
-    if name.startswith("float"):
-        text = repr(float(value))
-        text = {"inf": "np.inf", "-inf": "-np.inf", "nan": "np.nan"}.get(text, text)
-        return f"np.{name}({text})"
-    return f"np.{name}({int(value)})"
+    node = constant(array, dt)
+    return None if node is None else literal(node)
 
 
-class GroupBuilder:
-    """Builds the expression DAG of one group.
-
-    Args:
-        producer: value name -> (Node, Call) for nodes that may be fused.
-        lowering: node -> its op's Elementwise lowering, or None for view ops.
-        constants: value name -> ndarray for compile-time constants.
-    """
-
-    def __init__(self, producer: dict, constants: dict, kept: set = frozenset()):
-        self.producer = producer
-        self.constants = constants
-        self.kept = kept  # values read from memory by any group but their own (epilogue results)
-
-    def build(self, sinks: list[Value]) -> Group:
-        group = Group(sinks, sinks[0].type.shape)
-        self._group, self._memo, self._lines, self._count, self._row = group, {}, group.lines, 0, None
-        self._sinks = {v.name for v in sinks}
-        group.out_vars = [self._expr(v, ()) for v in sinks]
-        self._encode_stores(sinks)
-        return group
-
-    def build_row(self, row_input: Value, row_output: Value, sinks: list[Value]) -> Group:
-        """The group of a row kernel (its input's cone) with an epilogue: the elementwise cone
-        from its result ``row_output`` to ``sinks`` (of row_output's shape; partition() checks
-        that nothing else reads the values in between). A reduction's epilogue leaves are seen
-        at the input's shape (its reduced axis broadcast), so the kernel indexes them per row.
-        The epilogue's own memo reloads shared leaves in its pass."""
-        group = self.build([row_input])
-        epilogue = group.epilogue = Epilogue(sinks, f"t{self._count}", row_output.type.dtype)
-        self._count += 1
-        self._memo, self._lines, self._row = {}, epilogue.lines, (row_output.name, epilogue.row_var)
-        self._sinks = {v.name for v in sinks}
-        before = len(group.nodes)
-        outer = ()
-        if row_output.type.shape != row_input.type.shape:  # a reduction: rows of its input
-            outer = ((("rows", row_input.type.shape), _ToRows(row_input.type.shape)),)
-        epilogue.out_vars = [self._expr(v, outer) for v in sinks]
-        epilogue.nodes, group.nodes = group.nodes[before:], group.nodes[:before]
-        self._encode_stores(sinks)
-        return group
-
-    def _encode_stores(self, sinks: list[Value]) -> None:
-        for sink in sinks:  # stores re-encode table floats (exact values, kept as they are)
-            if sink.type.dtype.onnx_name in scalar.TABLE_FLOATS:
-                self._group.helpers.add(("encode", sink.type.dtype.onnx_name, 0, "up"))
-
-    def _emit(self, expr: str) -> str:
-        var = f"t{self._count}"
-        self._count += 1
-        self._lines.append(f"{var} = {expr}")
-        return var
-
-    def _expr(self, value: Value, path: tuple) -> str:
-        key = (value.name, tuple(step_key for step_key, _ in path))
-        if key not in self._memo:
-            self._memo[key] = self._compute(value, path)
-        return self._memo[key]
-
-    def _compute(self, value: Value, path: tuple) -> str:
-        dt = value.type.dtype
-        if self._row is not None and value.name == self._row[0]:
-            # the row result, reached only through same-shape elementwise steps
-            assert all(key[0] == "rows" or key[0] == "broadcast" and key[1] == value.type.shape
-                       for key, _ in path), path
-            return self._row[1]
-        if value.name in self.constants:
-            literal = _literal(self.constants[value.name], dt)
-            if literal is not None:
-                return literal
-        found = self.producer.get(value.name)
-        if found is None or value.name in self.kept and value.name not in self._sinks:
-            return self._leaf(value, path)
-        node, call, opdef = found
-        if opdef.view is not None:
-            step = (("view", id(node)), _ViewStep(opdef, call))
-            return self._expr(node.inputs[0], (step,) + path)
-        self._group.nodes.append(node)
-        lowering = opdef.kernel
-        args, domains = [], []
-        used = lowering.used_inputs
-        for index, inp in enumerate(node.inputs):
-            if inp is None or (used is not None and index not in used):
-                args.append(None)
-                domains.append(None)
-                continue
-            extra = lowering.input_path(call, index) if lowering.input_path else ()
-            out_shape = node.outputs[0].type.shape
-            step = (("broadcast", out_shape), _Broadcast(out_shape))
-            args.append(self._expr(inp, tuple(extra) + (step,) + path))
-            domains.append(scalar.domain(inp.type.dtype))
-        expr = lowering.expr(call, args, domains)
-        out_dt = node.outputs[0].type.dtype
-        src_domain = lowering.result_domain(call, domains) if lowering.result_domain else domains[0]
-        saturate = bool(call.attrs.get("saturate", 1))
-        round_mode = call.attrs.get("round_mode", "up")
-        if out_dt.onnx_name in scalar.TABLE_FLOATS:
-            self._group.helpers.add(("encode", out_dt.onnx_name, int(saturate), round_mode))
-        return self._emit(scalar.coerce(expr, src_domain, out_dt, saturate, round_mode))
-
-    def _leaf(self, value: Value, path: tuple) -> str:
-        index = len(self._group.leaves)
-        dt = value.type.dtype
-        self._group.leaves.append(Leaf(value, path, dt))
-        if dt.onnx_name in scalar.TABLE_FLOATS:
-            self._group.helpers.add(("table", dt.onnx_name, 0, ""))
-        return self._emit(f"LOAD{index}")
+_SPECIAL = {"inf": "np.inf", "-inf": "-np.inf", "nan": "np.nan"}
 
 
-class _ViewStep:
-    """A view op's transform on a View (the op's ``view`` lowering with its planned call)."""
-
-    def __init__(self, opdef, call):
-        self.opdef, self.call = opdef, call
-
-    def __call__(self, view):
-        return self.opdef.view(self.call, view)
-
-
-class _Broadcast:
-    """Numpy broadcasting of a View to an op's output shape."""
-
-    def __init__(self, shape):
-        self.shape = tuple(shape)
-
-    def __call__(self, view):
-        return view if view.shape == self.shape else view.expand(self.shape)
+def literal(node: kir.Const) -> str:
+    """numba source of an IR constant, exact (floats by repr, inf / nan spelled np.*)."""
+    if node.dtype == "bool":
+        return "True" if node.value else "False"
+    if types.is_float(node.dtype):
+        text = repr(float(node.value))
+        return f"np.{node.dtype}({_SPECIAL.get(text, text)})"
+    return f"np.{node.dtype}({int(node.value)})"
 
 
-class _ToRows:
-    """A reduction epilogue leaf (of the reduced shape: the last axis kept as 1 or dropped)
-    seen at the reduction input's ``shape``: the reduced axis broadcast."""
+# numba computes int8 .. int32 (and their unsigned kin) arithmetic in 64 bits: results wrap back
+_NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|", "xor": "!=",
+           "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_LIBM = ("exp", "log", "sqrt", "tanh", "expm1", "log1p", "sin", "cos")
 
-    def __init__(self, shape):
-        self.shape = tuple(shape)
 
-    def __call__(self, view):
-        if view.rank < len(self.shape):
-            view = view.unsqueeze((view.rank,))
-        return view.expand(self.shape)
+class Lines:
+    """Renders IR nodes as numba statements ``tN = <expr>`` (each node once, operands first);
+    constants are inlined, Vars are the names in ``variables`` (else their own)."""
+
+    def __init__(self, helpers: set, start: int = 0, math: str = "exact", variables: dict | None = None):
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.helpers, self.count, self.math = helpers, start, math
+        self.variables = variables or {}
+
+    def value(self, node: kir.Expr) -> str:
+        """The name (or literal) holding ``node``'s value, emitting what it needs."""
+        for item in kir.postorder([node]):
+            if id(item) not in self.names:
+                self.names[id(item)] = self._define(item)
+        return self.names[id(node)]
+
+    def _emit(self, text: str) -> str:
+        name = f"t{self.count}"
+        self.count += 1
+        self.lines.append(f"{name} = {text}")
+        return name
+
+    def _define(self, node: kir.Expr) -> str:
+        if isinstance(node, kir.Const):
+            return literal(node)
+        if isinstance(node, kir.Var):
+            return self.variables.get(node.name, node.name)
+        if isinstance(node, kir.Leaf):
+            if node.elem.onnx_name in scalar.TABLE_FLOATS:
+                self.helpers.add(("table", node.elem.onnx_name, 0, ""))
+            return self._emit(f"LOAD{node.index}")
+        return self._emit(self._text(node, [self.names[id(c)] for c in node.children()]))
+
+    def _text(self, node: kir.Expr, args: list[str]) -> str:
+        if isinstance(node, kir.Unary):
+            return _wrap(node.dtype, _unary(node.op, args[0], node.dtype))
+        if isinstance(node, kir.Binary):
+            return _wrap(node.dtype, _binary(node.op, args[0], args[1], node.a.dtype))
+        if isinstance(node, kir.Compare):
+            return f"({args[0]} {_SYMBOL[node.op]} {args[1]})"
+        if isinstance(node, kir.Select):
+            return f"({args[1]} if {args[0]} else {args[2]})"
+        if isinstance(node, kir.Convert):
+            return f"({args[0]} != 0)" if node.dtype == "bool" else f"np.{node.dtype}({args[0]})"
+        if isinstance(node, kir.Cast):
+            name = node.to.onnx_name
+            if name in scalar.TABLE_FLOATS:
+                self.helpers.add(("encode", name, int(node.saturate), node.round_mode))
+            return scalar.coerce(args[0], types.numpy_name(node.x.dtype), node.to, node.saturate, node.round_mode)
+        if isinstance(node, kir.Call):
+            return f"_bits.{node.fn}({', '.join(args)})"
+        raise AssertionError(f"no numba rendering for {type(node).__name__}")
+
+
+def _wrap(dtype: str, text: str) -> str:
+    return f"np.{dtype}({text})" if dtype in _NARROW_INTS else text
+
+
+def _unary(op: str, a: str, dtype: str) -> str:
+    if op == "neg":
+        return f"(-{a})"
+    if op == "abs":
+        return f"abs({a})"
+    if op == "not":
+        return f"(not {a})"
+    if op in _LIBM:
+        return f"np.{op}({a})"
+    one = f"np.{dtype}(1)"
+    if op == "sigmoid":  # two branches: exp of a non-positive argument only, never overflows
+        return f"(({one} / ({one} + np.exp(-{a}))) if {a} >= 0 else (np.exp({a}) / ({one} + np.exp({a}))))"
+    if op == "softplus":
+        return f"(({a} + np.log1p(np.exp(-{a}))) if {a} > 0 else np.log1p(np.exp({a})))"
+    if op == "erf":  # libm erf in float64 (kernels/special.py's reference uses the same)
+        value = f"math.erf(np.float64({a}))"
+        return f"np.float32({value})" if dtype == "float32" else value
+    raise AssertionError(f"no numba rendering for unary {op!r}")
+
+
+def _binary(op: str, a: str, b: str, dtype: str) -> str:
+    if op in ("max", "min"):
+        return f"np.{op}imum({a}, {b})"
+    if op == "div":
+        if types.is_float(dtype):
+            return f"({a} / {b})"
+        return f"{'_c_div_unsigned' if dtype.startswith('uint') else '_c_div'}({a}, {b})"
+    if op == "pow":
+        if types.is_float(dtype):
+            return f"np.power({a}, {b})"
+        if dtype == "uint64":
+            return _wrapping_power(a, b)
+        # uint64 arithmetic wraps modulo 2**64, which truncation to the result's width preserves
+        positive = f"np.int64({_wrapping_power(a, b)})"
+        negative = f"np.int64(1 if {a} == 1 else ((1 - 2 * ({b} & 1)) if {a} == -1 else 0))"
+        return f"({positive} if {b} >= 0 else {negative})"
+    return f"({a} {_SYMBOL[op]} {b})"
+
+
+def _wrapping_power(x: str, y: str) -> str:
+    """x ** y modulo 2**64 for y >= 0, in uint64. numba's integer ** switches to float pow for
+    exponents above 65536 (and reads >= 2**63 as negative), so larger exponents are split into
+    base-65536 digits: x**y = prod_k (x**(65536**k)) ** digit_k, every ** within the exact range."""
+    base, exponent = f"np.uint64({x})", f"np.uint64({y})"
+    powers, factors = [base], []
+    for k in range(4):
+        digit = f"(({exponent} >> np.uint64({16 * k})) & np.uint64(65535))"
+        factors.append(f"({powers[-1]} ** {digit})")
+        powers.append(f"({powers[-1]} ** np.uint64(65536))")
+    return f"(({base} ** {exponent}) if {exponent} <= np.uint64(65536) else ({' * '.join(factors)}))"

@@ -1,45 +1,34 @@
-"""How each element type is loaded, computed on and stored inside a generated kernel.
+"""numba source for loading, casting and storing each element type inside a generated kernel.
 
-Every value in a kernel lives in a *compute domain*: its own numpy scalar type when numba
-has one, float32 for the narrow floats (float16, bfloat16, float8, float4, e8m0), int8 /
-uint8 for int4/int2 and uint4/uint2. ``coerce`` rounds a compute value to a type's exact
-value set, so a fused chain gives the same bits as running the ops one by one.
+Values live in the compute domains of dsl/kir/types.py; ``coerce`` renders a kir Cast: it
+rounds a compute value to a type's exact value set, so a fused chain gives the same bits as
+running the ops one by one.
 """
 from __future__ import annotations
 
 from ..dtypes import DType
+from ..kir import types
 
-NATIVE = {"bool": "bool_", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
-          "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
-          "float": "float32", "double": "float64"}
-TABLE_FLOATS = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0", "float4e2m1")
-SUB_BYTE_INTS = {"int4": (4, True), "uint4": (4, False), "int2": (2, True), "uint2": (2, False)}
-
-
-def supported(dt: DType) -> bool:
-    """Whether generated kernels handle this element type (not strings or complex)."""
-    return dt.onnx_name in NATIVE or dt.onnx_name in TABLE_FLOATS or dt.onnx_name in SUB_BYTE_INTS \
-        or dt.onnx_name in ("float16", "bfloat16")
+# numba's spelling of each native type's compute domain (np.bool_ for bool)
+NATIVE = {name: "bool_" if scalar == "bool" else scalar for name, scalar in types.NATIVE.items()}
+TABLE_FLOATS = types.TABLE_FLOATS
+SUB_BYTE_INTS = types.SUB_BYTE_INTS
+supported = types.supported
 
 
 def domain(dt: DType) -> str:
-    """The numpy scalar type name a kernel computes this type in."""
-    if dt.onnx_name in NATIVE:
-        return NATIVE[dt.onnx_name]
-    if dt.onnx_name in SUB_BYTE_INTS:
-        return "int8" if SUB_BYTE_INTS[dt.onnx_name][1] else "uint8"
-    return "float32"
+    """The numpy scalar type name a kernel computes this type in (dsl/kir/types.py)."""
+    scalar = types.domain(dt)
+    return "bool_" if scalar == "bool" else scalar
 
 
 def is_float_domain(name: str) -> bool:
-    return name in ("float32", "float64")
+    return types.is_float(name)
 
 
 def raw_view(dt: DType) -> str:
     """The numpy dtype name a buffer of this type is viewed as for the kernel."""
-    if dt.onnx_name in NATIVE:
-        return NATIVE[dt.onnx_name] if dt.onnx_name != "bool" else "bool_"
-    return "uint16" if dt.bits == 16 else "uint8"
+    return types.storage(dt)
 
 
 def load(dt: DType, packed: bool, raw: str, index: str, table: str) -> str:

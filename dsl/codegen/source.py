@@ -11,12 +11,13 @@ import re
 import numpy as np
 
 from . import scalar
-from .fused import PREAMBLE, Group
+from ..kir.group import Group
+from .fused import PREAMBLE, Rendered, render
 
 INNER_BROADCAST, INNER_UNIT, INNER_STRIDED = 0, 1, 2
 
 
-def _helpers(group: Group) -> list[str]:
+def _helpers(group: Rendered) -> list[str]:
     """Module-level decode tables and scalar encoders the kernel body refers to."""
     lines = []
     for fmt in sorted({fmt for _, fmt, _, _ in group.helpers}):
@@ -58,7 +59,7 @@ def _trunc_uint64(x):
 """
 
 
-def _header(group: Group, rank: int, outputs: int, leaf_kinds) -> list[str]:
+def _header(group: Rendered, rank: int, outputs: int, leaf_kinds) -> list[str]:
     """Module text up to and including the kernel's setup lines."""
     count = len(group.leaves)
     params = ["start", "stop", "shape"]
@@ -105,7 +106,7 @@ def _loop(k: int, count: int, rank: int, ind: str, leaf_kinds=None) -> list[str]
     return lines
 
 
-def _split_hoisted(group: Group, loads: dict, leaf_kinds, blocked_fixed: bool = False,
+def _split_hoisted(group: Rendered, loads: dict, leaf_kinds, blocked_fixed: bool = False,
                    lines: list | None = None) -> tuple[list[str], list[str]]:
     """(lines whose value does not change along the innermost dim: loads of leaves broadcast
     along it and what is computed from those alone; all other lines). Hoisting the computed
@@ -132,6 +133,7 @@ def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tupl
     """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)
     or, for a blocked parameter, (packed, inner, block divisor per dim).
     Outputs whose index is in ``stream`` are written with streaming stores (see _store)."""
+    group = render(group)
     body = _header(group, rank, len(group.sinks), leaf_kinds)
     loads = _loads(group, rank, leaf_kinds)
     for k in range(rank - 1):
@@ -152,7 +154,7 @@ def _inner_block(leaf_kinds, last: int) -> int:
     return blocks.pop() if len(blocks) == 1 else 0
 
 
-def _inner_loop(group: Group, rank: int, leaf_kinds, loads: dict, lo: str, hi: str, wrap) -> list[str]:
+def _inner_loop(group: Rendered, rank: int, leaf_kinds, loads: dict, lo: str, hi: str, wrap) -> list[str]:
     """The innermost loop, i{last} over [lo, hi); ``wrap(lines)`` gives an element's statements
     around its computed lines (the caller hoists what is fixed along the whole dim).
 
@@ -179,7 +181,7 @@ def _inner_loop(group: Group, rank: int, leaf_kinds, loads: dict, lo: str, hi: s
             *["    " + line for line in _elements(group, rank, leaf_kinds, pairs, tiled, "lob_", "hib_", wrap, True)]]
 
 
-def _elements(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,
+def _elements(group: Rendered, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,
               wrap, blocked_fixed: bool) -> list[str]:
     """Element loop i{last} over [lo, hi): byte pairs when ``pairs``, else one element a step."""
     last = rank - 1
@@ -204,12 +206,12 @@ def _fence(stream: tuple) -> list[str]:
     return ["    _bits.stream_fence()"] if stream else []
 
 
-def _stores(group: Group, rank: int, stream: tuple = ()) -> list[str]:
+def _stores(group: Rendered, rank: int, stream: tuple = ()) -> list[str]:
     return [_store(j, f"q{rank - 1}", scalar.store(sink.type.dtype, var), stream)
             for j, (sink, var) in enumerate(zip(group.sinks, group.out_vars))]
 
 
-def _byte_pair_leaves(group: Group, leaf_kinds) -> list[int]:
+def _byte_pair_leaves(group: Rendered, leaf_kinds) -> list[int]:
     """Indices of 4-bit packed leaves read with unit inner stride, when every packed leaf read
     along the inner dim is one: such kernels walk the inner dim a byte (two elements) at a time.
     (A blocked packed parameter loads per element inside that loop.)"""
@@ -228,7 +230,7 @@ def _nibble(dt, byte: str, k: int) -> str:
     return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64(1)) | np.uint64({k})]"
 
 
-def _byte_pairs(group: Group, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,
+def _byte_pairs(group: Rendered, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,
                 wrap, one: list[str], blocked_fixed: bool = False) -> list[str]:
     """Inner loop i{last} in [lo, hi) two elements per step while every byte-pair leaf starts on
     a byte boundary: one byte load, both nibbles decoded by constant shifts (measured 1.8x on an
@@ -277,6 +279,7 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
     softmax denominators accumulate in float64 (int64 for integers), then round once.
     A softmax output with index 0 in ``stream`` is written with streaming stores.
     """
+    group = render(group)
     kinds = [kind] if isinstance(kind, str) else list(kind)
     out_dtypes = [out_dtype] if isinstance(kind, str) else list(out_dtype)
     kind = kinds[0]
@@ -363,7 +366,7 @@ def _softmax_values(epilogue, result: str, ind: str, last: int) -> list[str]:
             f"{ind}    rowv[i{last}] = {scalar.coerce(result, 'float64', epilogue.row_dtype)}"]
 
 
-def _epilogue_stores(group: Group, loads: dict, leaf_kinds, ind, last, row_index, out_dtype, stream):
+def _epilogue_stores(group: Rendered, loads: dict, leaf_kinds, ind, last, row_index, out_dtype, stream):
     """store(result) for _softmax_row: the softmax value (a float64 expression) rounded to its
     type and written out, or, with an epilogue, fed to the epilogue's ops whose results are
     written (their lines that do not move along the row run once per row, before the pass)."""
@@ -390,12 +393,12 @@ def _int_extreme(domain: str, kind: str) -> str:
     return f"np.{domain}({info.min if kind == 'max' else info.max})"
 
 
-def _load(group: Group, leaf_kinds, i: int, index: str) -> str:
+def _load(group: Rendered, leaf_kinds, i: int, index: str) -> str:
     leaf = group.leaves[i]
     return scalar.load(leaf.dtype, leaf_kinds[i][0], f"b{i}", index, f"_T_{leaf.dtype.onnx_name}")
 
 
-def _loads(group: Group, rank: int, leaf_kinds) -> dict[str, str]:
+def _loads(group: Rendered, rank: int, leaf_kinds) -> dict[str, str]:
     """LOADi placeholder -> load expression at the innermost loop's index."""
     last, prev = rank - 1, "m1" if rank == 1 else str(rank - 2)
     loads = {}

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, kir
 from ..ir import TensorType
-from ..view import View
 from .lowering import Elementwise
 from .registry import Attr, Call, Input, OpDef, Schema, register
 from .shape import broadcast_dims
@@ -91,27 +90,19 @@ def _float_or_cast(fn):
     return wrapped
 
 
-def _div_expr(call, args, domains):
-    if domains[0].startswith("float"):
-        return f"({args[0]} / {args[1]})"
-    helper = "_c_div_unsigned" if domains[0].startswith("uint") else "_c_div"
-    return f"{helper}({args[0]}, {args[1]})"
-
-
-def _register(name: str, fn, symbol: str | None, expr=None):
+def _register(name: str, fn, symbol: str):
     schemas = []
     for version, names in _ARITH_TYPES.items():
         attrs = (Attr("broadcast", "int", 0), Attr("axis", "int", None)) if version < 7 else ()
         if version == 1:
             attrs += (Attr("consumed_inputs", "ints", None),)
         schemas.append(Schema(version, (Input("A"), Input("B")), attrs, dtypes.types(*names)))
-    kernel = Elementwise(expr or (lambda call, args, domains: f"({args[0]} {symbol} {args[1]})"),
-                         input_path=_legacy_path)
+    kernel = Elementwise(lambda call, args: kir.binary(symbol, args[0], args[1]), input_path=_legacy_path)
     register(OpDef(name, tuple(schemas), _binary_rule, reference=_numpy(_float_or_cast(fn)),
-                   kernel=kernel, doc=f"Elementwise A {symbol or '/'} B with numpy broadcasting."))
+                   kernel=kernel, doc=f"Elementwise {name} of A and B with numpy broadcasting."))
 
 
-_register("Add", np.add, "+")
-_register("Sub", np.subtract, "-")
-_register("Mul", np.multiply, "*")
-_register("Div", _div, None, _div_expr)
+_register("Add", np.add, "add")
+_register("Sub", np.subtract, "sub")
+_register("Mul", np.multiply, "mul")
+_register("Div", _div, "div")  # kir div: integers truncate toward zero, x / 0 = 0

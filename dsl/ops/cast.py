@@ -8,9 +8,9 @@ from ..ir import TensorType
 from .lowering import Elementwise
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
-# In a kernel the value is already in its compute domain; the generator's coercion to the
-# output type (dsl/codegen/scalar.py) is exactly Cast, saturate and round_mode included.
-_CAST_KERNEL = Elementwise(expr=lambda call, args, domains: args[0])
+# In a kernel the value is already in its compute domain; the group builder's kir.cast to the
+# output type is exactly Cast, saturate and round_mode included.
+_CAST_KERNEL = Elementwise(expr=lambda call, args: args[0])
 
 
 def cast_types(version: int) -> frozenset:
@@ -81,5 +81,5 @@ register(OpDef(
     tuple(Schema(v, (Input("input", cast_types(v)), Input("target_type", cast_types(v))),
                  _cast_attrs(v, None), cast_types(v)) for v in (15, 19, 21, 23, 24, 25)),
     _castlike_rule, reference=_convert,
-    kernel=Elementwise(expr=lambda call, args, domains: args[0], used_inputs=(0,)),
+    kernel=Elementwise(expr=lambda call, args: args[0], used_inputs=(0,)),
     doc="Cast to the element type of `target_type`."))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, kir
 from ..ir import TensorType
 from .lowering import Elementwise
 from .math import BF16, F, LEGACY_BROADCAST, SIGNED, UNSIGNED, binary_shape, domain_array, legacy_inputs, \
@@ -28,8 +28,8 @@ _COMPARE_TYPES = {
     "LessOrEqual": {12: _NUMERIC, 16: _NUMERIC + BF16},
     "GreaterOrEqual": {12: _NUMERIC, 16: _NUMERIC + BF16},
 }
-_COMPARE = {"Equal": (np.equal, "=="), "Less": (np.less, "<"), "Greater": (np.greater, ">"),
-            "LessOrEqual": (np.less_equal, "<="), "GreaterOrEqual": (np.greater_equal, ">=")}
+_COMPARE = {"Equal": (np.equal, "==", "eq"), "Less": (np.less, "<", "lt"), "Greater": (np.greater, ">", "gt"),
+            "LessOrEqual": (np.less_equal, "<=", "le"), "GreaterOrEqual": (np.greater_equal, ">=", "ge")}
 
 
 def _bool_binary_rule(call: Call) -> list:
@@ -45,9 +45,9 @@ def _compare_reference(fn):
     return reference
 
 
-def _binary_kernel(symbol: str) -> Elementwise:
-    return Elementwise(lambda call, args, domains: f"({args[0]} {symbol} {args[1]})",
-                       result_domain=lambda call, domains: "bool_", input_path=legacy_path)
+def _binary_kernel(op: str) -> Elementwise:
+    build = kir.binary if op in kir.expr.BINARY_BOOL else kir.compare
+    return Elementwise(lambda call, args: build(op, args[0], args[1]), input_path=legacy_path)
 
 
 def _binary_schemas(versions: dict) -> tuple:
@@ -56,9 +56,9 @@ def _binary_schemas(versions: dict) -> tuple:
 
 
 for _name, _versions in _COMPARE_TYPES.items():
-    _fn, _symbol = _COMPARE[_name]
+    _fn, _symbol, _op = _COMPARE[_name]
     register(OpDef(_name, _binary_schemas(_versions), _bool_binary_rule, reference=_compare_reference(_fn),
-                   kernel=_binary_kernel(_symbol), doc=f"Elementwise A {_symbol} B as bool, broadcast."))
+                   kernel=_binary_kernel(_op), doc=f"Elementwise A {_symbol} B as bool, broadcast."))
 
 
 # ---- Not, And, Or --------------------------------------------------------------------------------
@@ -66,10 +66,10 @@ register(OpDef(
     "Not", (Schema(1, (Input("X"),), (), _BOOL_SET),),
     lambda call: [TensorType(BOOL, call.types[0].shape)],
     reference=lambda call, xs: [np.logical_not(xs[0])],
-    kernel=Elementwise(lambda call, args, domains: f"(not {args[0]})"),
+    kernel=Elementwise(lambda call, args: kir.unary("not", args[0])),
     doc="Elementwise logical not."))
 
-for _name, _fn, _symbol in (("And", np.logical_and, "&"), ("Or", np.logical_or, "|")):
+for _name, _fn, _symbol in (("And", np.logical_and, "and"), ("Or", np.logical_or, "or")):
     register(OpDef(
         _name, _binary_schemas({1: ("bool",), 7: ("bool",)}), _bool_binary_rule,
         reference=lambda call, xs, fn=_fn: [np.asarray(fn(*legacy_inputs(call, xs)), dtype=np.bool_)],
@@ -97,6 +97,5 @@ register(OpDef(
     tuple(Schema(v, (Input("condition", _BOOL_SET), Input("X"), Input("Y")), (), dtypes.all_types(v))
           for v in (9, 16)),
     _where_rule, reference=_where_reference,
-    kernel=Elementwise(lambda call, args, domains: f"({args[1]} if {args[0]} else {args[2]})",
-                       result_domain=lambda call, domains: domains[1]),
+    kernel=Elementwise(lambda call, args: kir.select(args[0], args[1], args[2])),
     doc="Elementwise select: X where condition, else Y (all three broadcast)."))

@@ -1,7 +1,8 @@
-"""Kernel lowerings an OpDef can carry: how the code generator computes the op per element.
+"""Kernel lowerings an OpDef can carry: how a kernel computes the op per element, in the kernel IR.
 
-Expressions are numba source over input scalars already loaded in their compute domain
-(dsl/codegen/scalar.py); the generator rounds the result to the output type.
+An elementwise op's ``expr`` builds kernel-IR nodes (dsl/kir/expr.py) from its inputs' nodes,
+each a value of its compute domain (dsl/kir/types.py); the group builder then casts the result
+to the output type. Nothing here is backend code: renderers turn the IR into kernels.
 """
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ class Elementwise:
     """An op computed independently per output element (inputs broadcast numpy-style).
 
     Attributes:
-        expr: (call, args, domains) -> expression; args[i] is input i's scalar (None if omitted),
-            domains[i] its compute-domain numpy type name.
-        result_domain: (call, domains) -> compute domain of ``expr``'s value (default: input 0's).
+        expr: (call, args) -> kir.Expr; args[i] is input i's value as a kir.Expr of its compute
+            domain (None if omitted or unused).
         input_path: (call, index) -> extra (key, View transform) steps applied to input ``index``
             before broadcasting (e.g. a per-axis scale reshaped to broadcast along its axis).
         fusable: call -> whether this application can be fused (e.g. not blocked quantization).
@@ -24,7 +24,6 @@ class Elementwise:
     """
 
     expr: Callable
-    result_domain: Callable | None = None
     input_path: Callable | None = None
     fusable: Callable = lambda call: True
     used_inputs: tuple | None = None

@@ -10,9 +10,10 @@ import numpy as np
 
 from kernels.special import erf_f64
 
-from .. import dtypes
+from .. import dtypes, kir
 from ..convert import convert, to_wide
 from ..ir import TensorType
+from ..kir.interp import int_pow
 from .arith import legacy_b_shape
 from .lowering import Elementwise
 from .registry import Attr, Call, Input, OpDef, Schema, register
@@ -68,17 +69,6 @@ def legacy_path(call: Call, index: int) -> tuple:
     return ((("legacy_b", call.plan), lambda view, shape=call.plan: view.reshape(shape)),)
 
 
-_SPECIAL_FLOATS = {"inf": "np.inf", "-inf": "-np.inf", "nan": "np.nan"}
-
-
-def literal(value, domain: str) -> str:
-    """A numba literal of ``value`` in compute domain ``domain`` (inf and nan spelled np.*)."""
-    if domain.startswith("float"):
-        text = repr(float(value))
-        return f"np.{domain}({_SPECIAL_FLOATS.get(text, text)})"
-    return f"np.{domain}({int(value)})"
-
-
 # ---- unary ops ---------------------------------------------------------------------------------
 def _unary_rule(call: Call) -> list:
     return [TensorType(call.types[0].dtype, call.types[0].shape)]
@@ -98,11 +88,6 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0, one / (one + np.exp(-x)), np.exp(x) / (one + np.exp(x)))
 
 
-def _sigmoid_expr(a: str, d: str) -> str:
-    one = f"np.{d}(1)"
-    return f"(({one} / ({one} + np.exp(-{a}))) if {a} >= 0 else (np.exp({a}) / ({one} + np.exp({a}))))"
-
-
 def _erf(x: np.ndarray) -> np.ndarray:
     # erf is evaluated in float64 (libm) and rounded to float32 for the float32 domain: a
     # float32 erf accurate to the last bit. Integer inputs give trunc(erf(x)) in {-1, 0, 1}.
@@ -110,30 +95,33 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return out.astype(np.float32) if x.dtype == np.float32 else out
 
 
-def _erf_expr(a: str, d: str) -> str:
-    value = f"math.erf(np.float64({a}))"  # libm erf, as kernels/special.py's reference uses
-    return f"np.float32({value})" if d == "float32" else value
+def _erf_expr(a: kir.Expr) -> kir.Expr:
+    # float32 stays float32 (the IR's erf is the correctly rounded function); integers (Erf-9)
+    # compute in float64 and truncate in the output cast
+    return kir.unary("erf", a if kir.types.is_float(a.dtype) else kir.convert(a, "float64"))
 
 
-def _erf_domain(call, domains) -> str:
-    return "float32" if domains[0] == "float32" else "float64"
+def _relu_expr(a: kir.Expr) -> kir.Expr:
+    zero = kir.const(0, a.dtype)
+    return kir.select(kir.compare("lt", a, zero), zero, a)
 
 
 # (name, input name, {version: type names}, reference on domain arrays, kernel expr(a, domain))
 _FLOAT_VERSIONS = {1: F, 6: F, 13: F + BF16}
 _UNARY = (
-    ("Neg", "X", {1: F, 6: F + SIGNED, 13: F + SIGNED + BF16}, np.negative, lambda a, d: f"(-{a})"),
+    ("Neg", "X", {1: F, 6: F + SIGNED, 13: F + SIGNED + BF16}, np.negative, lambda a: kir.unary("neg", a)),
     ("Abs", "X", {1: F, 6: F + SIGNED + UNSIGNED, 13: F + SIGNED + UNSIGNED + BF16}, np.abs,
-     lambda a, d: f"abs({a})"),
-    ("Exp", "input", _FLOAT_VERSIONS, np.exp, lambda a, d: f"np.exp({a})"),
-    ("Log", "input", _FLOAT_VERSIONS, np.log, lambda a, d: f"np.log({a})"),
-    ("Sqrt", "X", _FLOAT_VERSIONS, np.sqrt, lambda a, d: f"np.sqrt({a})"),
-    ("Reciprocal", "X", _FLOAT_VERSIONS, lambda x: x.dtype.type(1) / x, lambda a, d: f"(np.{d}(1) / {a})"),
-    ("Tanh", "input", _FLOAT_VERSIONS, np.tanh, lambda a, d: f"np.tanh({a})"),
-    ("Sigmoid", "X", _FLOAT_VERSIONS, _sigmoid, _sigmoid_expr),
+     lambda a: kir.unary("abs", a)),
+    ("Exp", "input", _FLOAT_VERSIONS, np.exp, lambda a: kir.unary("exp", a)),
+    ("Log", "input", _FLOAT_VERSIONS, np.log, lambda a: kir.unary("log", a)),
+    ("Sqrt", "X", _FLOAT_VERSIONS, np.sqrt, lambda a: kir.unary("sqrt", a)),
+    ("Reciprocal", "X", _FLOAT_VERSIONS, lambda x: x.dtype.type(1) / x,
+     lambda a: kir.binary("div", kir.const(1, a.dtype), a)),
+    ("Tanh", "input", _FLOAT_VERSIONS, np.tanh, lambda a: kir.unary("tanh", a)),
+    ("Sigmoid", "X", _FLOAT_VERSIONS, _sigmoid, lambda a: kir.unary("sigmoid", a)),
     # max(0, x) with NaN kept and -0.0 kept (x < 0 is false for both), like np.maximum(x, 0)
     ("Relu", "X", {**_FLOAT_VERSIONS, 14: F + BF16 + SIGNED}, lambda x: np.where(x < 0, x.dtype.type(0), x),
-     lambda a, d: f"(np.{d}(0) if {a} < 0 else {a})"),
+     _relu_expr),
     ("Erf", "input", {9: F + SIGNED + UNSIGNED, 13: F + BF16}, _erf, _erf_expr),
 )
 
@@ -141,8 +129,7 @@ _UNARY = (
 def _register_unary(name: str, input_name: str, versions: dict, fn, expr) -> None:
     schemas = tuple(Schema(v, (Input(input_name),), (Attr("consumed_inputs", "ints", None),) if v == 1 else (),
                            dtypes.types(*names)) for v, names in versions.items())
-    kernel = Elementwise(lambda call, args, domains: expr(args[0], domains[0]),
-                         result_domain=_erf_domain if name == "Erf" else None)
+    kernel = Elementwise(lambda call, args: expr(args[0]))
     register(OpDef(name, schemas, _unary_rule, reference=_unary_reference(fn), kernel=kernel,
                    doc=f"Elementwise {name}."))
 
@@ -162,59 +149,22 @@ _POW_T = {1: F, 7: F, 12: F + ("int32", "int64"), 13: F + BF16 + ("int32", "int6
 _POW_T1 = {12: F + SIGNED + UNSIGNED, 13: F + SIGNED + UNSIGNED, 15: F + BF16 + SIGNED + UNSIGNED}
 
 
-def _is_int_domain(domain: str) -> bool:
-    return domain.startswith(("int", "uint"))
-
-
-def _pow_domain(call, domains) -> str:
-    if _is_int_domain(domains[0]) and _is_int_domain(domains[1]):
-        return "int64"
-    return np.result_type(np.dtype(domains[0]), np.dtype(domains[1])).name
-
-
-def _wrapping_power(x: str, y: str) -> str:
-    """x ** y modulo 2**64 for y >= 0, in uint64. numba's integer ** switches to float pow for
-    exponents above 65536 (and reads >= 2**63 as negative), so larger exponents are split into
-    base-65536 digits: x**y = prod_k (x**(65536**k)) ** digit_k, every ** within the exact range."""
-    base, exponent = f"np.uint64({x})", f"np.uint64({y})"
-    powers, factors = [base], []
-    for k in range(4):
-        digit = f"(({exponent} >> np.uint64({16 * k})) & np.uint64(65535))"
-        factors.append(f"({powers[-1]} ** {digit})")
-        powers.append(f"({powers[-1]} ** np.uint64(65536))")
-    return f"(({base} ** {exponent}) if {exponent} <= np.uint64(65536) else ({' * '.join(factors)}))"
-
-
-def _pow_expr(call, args, domains) -> str:
+def _pow_expr(call, args) -> kir.Expr:
     x, y = args
-    if _is_int_domain(domains[0]) and _is_int_domain(domains[1]):
-        # uint64 arithmetic wraps modulo 2**64, which truncation to X's width preserves
-        positive = f"np.int64({_wrapping_power(x, y)})"
-        negative = f"np.int64(1 if {x} == 1 else ((1 - 2 * ({y} & 1)) if {x} == -1 else 0))"
-        return positive if domains[1].startswith("uint") else f"({positive} if {y} >= 0 else {negative})"
-    domain = _pow_domain(call, domains)
-    return f"np.power(np.{domain}({x}), np.{domain}({y}))"
-
-
-def _int_power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x ** y for integer arrays by binary exponentiation in uint64 (wraps like numpy)."""
-    x, y = np.broadcast_arrays(x, y)
-    base = x.astype(np.int64).astype(np.uint64)
-    exponent = np.where(y >= 0, y, 0).astype(np.uint64)
-    result = np.ones(base.shape, np.uint64)
-    while exponent.any():
-        result = np.where(exponent & np.uint64(1), result * base, result)
-        base = base * base
-        exponent = exponent >> np.uint64(1)
-    negative = np.where(x == 1, 1, np.where(x == -1, 1 - 2 * (y & 1), 0)).astype(np.int64)
-    return np.where(y >= 0, result.astype(np.int64), negative)
+    if kir.types.is_integer(x.dtype) and kir.types.is_integer(y.dtype):
+        # the power modulo 2**64 (y >= 0; kir pow), truncated to X's width by the output cast;
+        # an unsigned Y may exceed int64, so it computes in uint64
+        wide = "uint64" if y.dtype.startswith("uint") else "int64"
+        return kir.binary("pow", kir.convert(x, wide), kir.convert(y, wide))
+    domain = np.result_type(np.dtype(kir.types.numpy_name(x.dtype)), np.dtype(kir.types.numpy_name(y.dtype))).name
+    return kir.binary("pow", kir.convert(x, domain), kir.convert(y, domain))
 
 
 def _pow_reference(call: Call, xs: list) -> list:
     x, y = (domain_array(v) for v in legacy_inputs(call, xs))
     with np.errstate(all="ignore"):
         if x.dtype.kind in "iu" and y.dtype.kind in "iu":
-            out = _int_power(x, y)
+            out = int_pow(x, y)
         else:
             domain = np.result_type(x.dtype, y.dtype)
             out = np.power(x.astype(domain), y.astype(domain))
@@ -232,5 +182,5 @@ def _pow_schema(version: int) -> Schema:
 
 
 register(OpDef("Pow", tuple(_pow_schema(v) for v in _POW_T), _pow_rule, reference=_pow_reference,
-               kernel=Elementwise(_pow_expr, result_domain=_pow_domain, input_path=legacy_path),
+               kernel=Elementwise(_pow_expr, input_path=legacy_path),
                doc="Elementwise X ** Y (Y broadcast); the result has X's type."))

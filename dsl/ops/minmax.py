@@ -9,10 +9,10 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, kir
 from ..ir import TensorType
 from .lowering import Elementwise
-from .math import BF16, F, SIGNED, UNSIGNED, domain_array, finish, literal
+from .math import BF16, F, SIGNED, UNSIGNED, domain_array, finish
 from .registry import Attr, Call, Input, OpDef, Schema, register
 from .shape import broadcast_dims
 
@@ -59,13 +59,13 @@ def _variadic_reference(fold):
     return reference
 
 
-def _variadic_expr(function: str):
-    def expr(call, args, domains) -> str:
+def _variadic_expr(op: str):
+    def expr(call, args) -> kir.Expr:
         present = [a for a in args if a is not None]
-        code = present[0]
+        result = present[0]
         for arg in present[1:]:
-            code = f"np.{function}({code}, {arg})"
-        return code
+            result = kir.binary(op, result, arg)
+        return result
     return expr
 
 
@@ -75,7 +75,7 @@ def _variadic_schema(version: int) -> Schema:
     return Schema(version, inputs, attrs, dtypes.types(*_VERSIONS[version]))
 
 
-for _name, _fold, _function in (("Max", maximum, "maximum"), ("Min", minimum, "minimum")):
+for _name, _fold, _function in (("Max", maximum, "max"), ("Min", minimum, "min")):
     register(OpDef(_name, tuple(_variadic_schema(v) for v in _VERSIONS), _variadic_rule,
                    reference=_variadic_reference(_fold), kernel=Elementwise(_variadic_expr(_function)),
                    doc=f"Elementwise {_name.lower()} of 1 to {MAX_INPUTS} inputs (NaN propagates)."))
@@ -134,14 +134,14 @@ def _clip_reference(call: Call, xs: list) -> list:
     return [finish(result, call.types[0].dtype)]
 
 
-def _clip_expr(call, args, domains) -> str:
-    code = args[0]
-    for index, (bound, function) in enumerate(zip(call.plan, ("maximum", "minimum")), start=1):
+def _clip_expr(call, args) -> kir.Expr:
+    result = args[0]
+    for index, (bound, op) in enumerate(zip(call.plan, ("max", "min")), start=1):
         if bound is INPUT:
-            code = f"np.{function}({code}, {args[index]})"
+            result = kir.binary(op, result, args[index])
         elif bound is not None:
-            code = f"np.{function}({code}, {literal(bound, domains[0])})"
-    return code
+            result = kir.binary(op, result, kir.const(bound, result.dtype))
+    return result
 
 
 def _clip_schema(version: int) -> Schema:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, kir
 from ..convert import convert, to_wide
 from ..errors import DslError, DTypeError, InputError
 from ..ir import TensorType
@@ -159,16 +159,16 @@ def _dequantize(call: Call, xs: list) -> list:
     return [convert(product, out)]
 
 
-def _dequantize_expr(call: Call, args: list, domains: list) -> str:
+def _dequantize_expr(call: Call, args: list) -> kir.Expr:
     x, scale = args[0], args[1]
     zp = args[2] if len(args) > 2 else None
     if zp is None:
-        shifted = f"np.float32({x})"
-    elif domains[0].startswith("float"):
-        shifted = f"(np.float32({x}) - np.float32({zp}))"
+        shifted = kir.convert(x, "float32")
+    elif kir.types.is_float(x.dtype):
+        shifted = kir.binary("sub", kir.convert(x, "float32"), kir.convert(zp, "float32"))
     else:  # integers subtract exactly, then round once to float32 (as the reference)
-        shifted = f"np.float32(np.int64({x}) - np.int64({zp}))"
-    return f"({shifted} * np.float32({scale}))"
+        shifted = kir.convert(kir.binary("sub", kir.convert(x, "int64"), kir.convert(zp, "int64")), "float32")
+    return kir.binary("mul", shifted, kir.convert(scale, "float32"))
 
 
 def _param_path(call: Call, index: int) -> tuple:
@@ -187,9 +187,7 @@ def _param_path(call: Call, index: int) -> tuple:
     return ((("per_axis", tuple(dims)), lambda view, dims=tuple(dims): view.reshape(dims)),)
 
 
-_DEQUANTIZE_KERNEL = Elementwise(
-    expr=_dequantize_expr, result_domain=lambda call, domains: "float32", input_path=_param_path,
-    fusable=lambda call: call.plan is not None)
+_DEQUANTIZE_KERNEL = Elementwise(expr=_dequantize_expr, input_path=_param_path, fusable=lambda call: call.plan is not None)
 
 
 def _dequantize_schemas() -> tuple[Schema, ...]:
@@ -296,21 +294,18 @@ def _quantize_schemas() -> tuple[Schema, ...]:
     return tuple(schemas)
 
 
-def _quantize_expr(call: Call, args: list, domains: list) -> str:
+def _quantize_expr(call: Call, args: list) -> kir.Expr:
     x, scale = args[0], args[1]
     zp = args[2] if len(args) > 2 else None
-    quotient = f"np.float32(np.float32({x}) / np.float32({scale}))"
+    quotient = kir.binary("div", kir.convert(x, "float32"), kir.convert(scale, "float32"))
     out = call.plan[1].onnx_name
     if out in _INT_RANGES:
         low, high = _INT_RANGES[out]
-        return f"_bits.quantize_to_int({quotient}, {zp or 0}, {low}, {high})"
-    # float8 / float4 outputs: quotient + zero point in float32, then the generator's Cast to the
-    # output type with the saturate attribute (as the reference)
-    return quotient if zp is None else f"np.float32({quotient} + np.float32({zp}))"
-
-
-def _quantize_domain(call: Call, domains: list) -> str:
-    return "int64" if call.plan[1].onnx_name in _INT_RANGES else "float32"
+        zero = kir.const(0, "int64") if zp is None else kir.convert(zp, "int64")
+        return kir.call("quantize_to_int", quotient, zero, kir.const(low, "int64"), kir.const(high, "int64"))
+    # float8 / float4 outputs: quotient + zero point in float32, then the group builder's Cast to
+    # the output type with the saturate attribute (as the reference)
+    return quotient if zp is None else kir.binary("add", quotient, kir.convert(zp, "float32"))
 
 
 def _quantize_fusable(call: Call) -> bool:
@@ -322,9 +317,7 @@ def _quantize_fusable(call: Call) -> bool:
     return call.types[1].dtype.onnx_name == "float" and precision in (0, dtypes.dtype("float").onnx_code)
 
 
-_QUANTIZE_KERNEL = Elementwise(
-    expr=_quantize_expr, result_domain=_quantize_domain, input_path=_param_path,
-    fusable=_quantize_fusable)
+_QUANTIZE_KERNEL = Elementwise(expr=_quantize_expr, input_path=_param_path, fusable=_quantize_fusable)
 
 
 register(OpDef(

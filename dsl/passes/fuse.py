@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..codegen import scalar
-from ..codegen.fused import Group, GroupBuilder
+from ..kir import types as kir_types
+from ..kir.group import Group, GroupBuilder
 from ..ir import Graph, Node, TensorType, Value
 from ..ops import registry
 from ..ops.lowering import Elementwise, Row
@@ -39,7 +39,7 @@ class KernelStep:
 
 
 def _tensor_ok(value: Value | None) -> bool:
-    return value is None or isinstance(value.type, TensorType) and scalar.supported(value.type.dtype)
+    return value is None or isinstance(value.type, TensorType) and kir_types.supported(value.type.dtype)
 
 
 def _fusable(node: Node, call, opdef) -> bool:

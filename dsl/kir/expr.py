@@ -1,0 +1,301 @@
+"""Scalar expressions of the kernel IR: a DAG of typed nodes that op lowerings build and renderers
+(dsl/codegen for numba, dsl/kir/interp.py for numpy) turn into code or values.
+
+Every node has a ``dtype``, one of dsl.kir.types.SCALARS, and exact semantics (no backend may
+change a result except where a node says so):
+
+- ``Const(value)``; ``Leaf(index, elem)``: input ``index`` of the kernel group, an element of
+  type ``elem`` already decoded into its compute domain; ``Var(name)``: a value defined by the
+  schedule (a row result, a loop index).
+- ``Unary(op, x)``: neg, abs (integers wrap: -min is min), not; float math exp, log, sqrt,
+  tanh, sigmoid, erf, expm1, log1p, sin, cos, softplus: the mathematical function, rounded as
+  the backend's math mode allows (exact: as float64 libm rounded, or the float32 libm call;
+  fast: within the documented ulp bound of kernels/vmath.py).
+- ``Binary(op, a, b)`` on two values of one type: add, sub, mul (integers wrap), div (floats:
+  IEEE; integers: truncated toward zero, x / 0 = 0, min / -1 = min), max / min (NaN
+  propagates), pow (floats: IEEE pow; int64: the power modulo 2**64 for y >= 0, and for y < 0
+  1 / x**|y| truncated; uint64: modulo 2**64), and / or / xor on bool.
+- ``Compare(op, a, b)``: eq, ne, lt, le, gt, ge, giving bool.
+- ``Select(cond, a, b)``: a where cond else b.
+- ``Convert(x, dtype)``: a numeric conversion: integers wrap to the target's width, integers to
+  float and wider to narrower floats round to nearest even, float to integer truncates toward
+  zero (defined only in range: lowerings clamp or Cast first), bool is 0 / 1, numbers to bool
+  are "nonzero".
+- ``Cast(x, to, saturate, round_mode)``: ONNX Cast of a domain value to element type ``to``
+  (dsl/convert.py's rules), giving a value of ``to``'s compute domain.
+- ``Call(fn, args)``: the named operations in CALLS.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dtypes import DType
+from . import types
+
+UNARY_NUMERIC = ("neg", "abs")
+UNARY_FLOAT = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "expm1", "log1p", "sin", "cos", "softplus")
+BINARY_NUMERIC = ("add", "sub", "mul", "div", "max", "min", "pow")
+BINARY_BOOL = ("and", "or", "xor")
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+# name -> (argument types, result type); see each backend for the formula
+CALLS = {
+    # QuantizeLinear's integer step: rint(q) + zero_point in float64, NaN -> low, clamped to [low, high]
+    "quantize_to_int": (("float32", "int64", "int64", "int64"), "int64"),
+}
+
+
+class IRError(AssertionError):
+    """A malformed kernel-IR node (a bug in a lowering or a pass, never a user error)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Expr:
+    """A node of the DAG; nodes compare by identity (a node used twice is one value)."""
+
+    dtype: str
+
+    def children(self) -> tuple:
+        return ()
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: object = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Leaf(Expr):
+    index: int = 0
+    elem: DType | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Var(Expr):
+    name: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Expr):
+    op: str = ""
+    x: Expr | None = None
+
+    def children(self) -> tuple:
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Expr):
+    op: str = ""
+    a: Expr | None = None
+    b: Expr | None = None
+
+    def children(self) -> tuple:
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Expr):
+    op: str = ""
+    a: Expr | None = None
+    b: Expr | None = None
+
+    def children(self) -> tuple:
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Expr):
+    cond: Expr | None = None
+    a: Expr | None = None
+    b: Expr | None = None
+
+    def children(self) -> tuple:
+        return (self.cond, self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False)
+class Convert(Expr):
+    x: Expr | None = None
+
+    def children(self) -> tuple:
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Cast(Expr):
+    x: Expr | None = None
+    to: DType | None = None
+    saturate: bool = True
+    round_mode: str = "up"
+
+    def children(self) -> tuple:
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Expr):
+    fn: str = ""
+    args: tuple = ()
+
+    def children(self) -> tuple:
+        return self.args
+
+
+# ---- constructors (each checks its operands: a bad node is a lowering bug) ----------------------
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise IRError(message)
+
+
+def const(value, dtype: str) -> Const:
+    """A constant of scalar type ``dtype`` (floats may be inf / nan)."""
+    _require(dtype in types.SCALARS, f"const: unknown scalar type {dtype!r}")
+    if dtype == "bool":
+        return Const(dtype, bool(value))
+    if types.is_float(dtype):
+        return Const(dtype, float(value))
+    number, info = int(value), np.iinfo(dtype)
+    _require(int(info.min) <= number <= int(info.max), f"const: {number} does not fit in {dtype}")
+    return Const(dtype, number)
+
+
+def leaf(index: int, elem: DType) -> Leaf:
+    return Leaf(types.domain(elem), index, elem)
+
+
+def var(name: str, dtype: str) -> Var:
+    _require(dtype in types.SCALARS, f"var: unknown scalar type {dtype!r}")
+    return Var(dtype, name)
+
+
+def unary(op: str, x: Expr) -> Unary:
+    if op == "not":
+        _require(x.dtype == "bool", f"not: needs bool, got {x.dtype}")
+    elif op in UNARY_FLOAT:
+        _require(types.is_float(x.dtype), f"{op}: needs a float, got {x.dtype}")
+    else:
+        _require(op in UNARY_NUMERIC and x.dtype != "bool", f"unary {op!r} on {x.dtype}")
+    return Unary(x.dtype, op, x)
+
+
+def binary(op: str, a: Expr, b: Expr) -> Binary:
+    _require(a.dtype == b.dtype, f"{op}: operand types differ: {a.dtype} vs {b.dtype}")
+    if op in BINARY_BOOL:
+        _require(a.dtype == "bool", f"{op}: needs bool, got {a.dtype}")
+    else:
+        _require(op in BINARY_NUMERIC and a.dtype != "bool", f"binary {op!r} on {a.dtype}")
+        _require(op != "pow" or types.is_float(a.dtype) or a.dtype in ("int64", "uint64"),
+                 f"pow: computes in a float, int64 or uint64, got {a.dtype}")
+    return Binary(a.dtype, op, a, b)
+
+
+def compare(op: str, a: Expr, b: Expr) -> Compare:
+    _require(op in COMPARE, f"unknown comparison {op!r}")
+    _require(a.dtype == b.dtype, f"{op}: operand types differ: {a.dtype} vs {b.dtype}")
+    return Compare("bool", op, a, b)
+
+
+def select(cond: Expr, a: Expr, b: Expr) -> Select:
+    _require(cond.dtype == "bool", f"select: condition is {cond.dtype}, not bool")
+    _require(a.dtype == b.dtype, f"select: branch types differ: {a.dtype} vs {b.dtype}")
+    return Select(a.dtype, cond, a, b)
+
+
+def convert(x: Expr, dtype: str) -> Expr:
+    """``x`` as scalar type ``dtype`` (the node itself when it already is)."""
+    _require(dtype in types.SCALARS, f"convert: unknown scalar type {dtype!r}")
+    if x.dtype == dtype:
+        return x
+    if isinstance(x, Const) and types.is_integer(x.dtype) and types.is_integer(dtype):
+        info = np.iinfo(dtype)
+        if int(info.min) <= x.value <= int(info.max):  # (a constant that fits: the same value)
+            return const(x.value, dtype)
+    return Convert(dtype, x)
+
+
+def cast(x: Expr, to: DType, saturate: bool = True, round_mode: str = "up") -> Expr:
+    """ONNX Cast of ``x`` to element type ``to``; the node itself when nothing changes (the
+    value is already in ``to``'s value set: same native type)."""
+    target = types.domain(to)
+    if x.dtype == target and to.onnx_name in types.NATIVE:
+        return x
+    return Cast(target, x, to, bool(saturate), round_mode)
+
+
+def call(fn: str, *args: Expr) -> Call:
+    _require(fn in CALLS, f"unknown call {fn!r}")
+    arg_types, result = CALLS[fn]
+    _require(tuple(a.dtype for a in args) == arg_types, f"{fn}: arguments {[a.dtype for a in args]}, "
+                                                           f"expected {list(arg_types)}")
+    return Call(result, fn, tuple(args))
+
+
+# ---- walking, verifying, printing -----------------------------------------------------------
+def postorder(roots) -> list[Expr]:
+    """Every node reachable from ``roots``, each once, operands before users (iterative)."""
+    order, seen, stack = [], set(), [(root, False) for root in reversed(list(roots))]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in reversed(node.children()) if id(child) not in seen)
+    return order
+
+
+_REBUILD = {Unary: lambda n: unary(n.op, n.x), Binary: lambda n: binary(n.op, n.a, n.b),
+            Compare: lambda n: compare(n.op, n.a, n.b), Select: lambda n: select(n.cond, n.a, n.b),
+            Call: lambda n: call(n.fn, *n.args)}
+
+
+def verify(roots) -> None:
+    """IRError unless every node is well typed (re-running each constructor's checks)."""
+    for node in postorder(roots):
+        _require(node.dtype in types.SCALARS, f"{type(node).__name__}: unknown scalar type {node.dtype!r}")
+        rebuild = _REBUILD.get(type(node))
+        if rebuild is not None:
+            _require(rebuild(node).dtype == node.dtype, f"{type(node).__name__} {getattr(node, 'op', '')}: "
+                                                         f"dtype {node.dtype} is not what its operands give")
+        if isinstance(node, Const):
+            const(node.value, node.dtype)
+        if isinstance(node, Cast):
+            _require(node.dtype == types.domain(node.to), f"cast to {node.to}: dtype {node.dtype}")
+
+
+def _label(node: Expr, names: dict) -> str:
+    args = ", ".join(names[id(c)] for c in node.children())
+    if isinstance(node, Const):
+        value = node.value
+        text = repr(value) if not (isinstance(value, float) and not math.isfinite(value)) else str(value)
+        return f"const {text}"
+    if isinstance(node, Leaf):
+        return f"leaf {node.index} ({node.elem.onnx_name})"
+    if isinstance(node, Var):
+        return f"var {node.name}"
+    if isinstance(node, Cast):
+        return f"cast {args} to {node.to.onnx_name} saturate={int(node.saturate)} round={node.round_mode}"
+    if isinstance(node, Convert):
+        return f"convert {args}"
+    if isinstance(node, Select):
+        return f"select {args}"
+    if isinstance(node, Call):
+        return f"call {node.fn}({args})"
+    return f"{node.op} {args}"
+
+
+def format_exprs(roots, names=None) -> str:
+    """Readable SSA text of the DAG behind ``roots``: ``%3: float32 = add %1, %2``."""
+    names = {} if names is None else names
+    lines = []
+    for node in postorder(roots):
+        names[id(node)] = f"%{len(names)}"
+        lines.append(f"{names[id(node)]}: {node.dtype} = {_label(node, names)}")
+    lines.append("return " + ", ".join(names[id(r)] for r in roots))
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""Lowering a cone of graph nodes to one fused group of kernel-IR expressions.
+
+View ops inside the cone are pushed down to the group's inputs (elementwise ops commute with
+any view), so the kernel reads every input at the output index through a per-input View path
+(element strides + offset, composed at run time). Each elementwise node becomes the IR its op's
+lowering returns, rounded to the node's output type by a Cast; nothing is materialized in
+between. A backend renders the group (dsl/codegen/fused.py for numba).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..dtypes import DType
+from ..ir import Node, Value
+from . import expr as kir
+from . import types
+
+
+@dataclass
+class GroupInput:
+    """A group input: graph value ``value`` seen through ``path``, a tuple of (key, transform)
+    pairs whose View transforms apply in order and end at the group's shape."""
+
+    value: Value
+    path: tuple
+    dtype: DType
+
+
+@dataclass
+class Epilogue:
+    """Elementwise ops applied to a row op's result inside its kernel (per element of a Softmax
+    row, once per row after a reduction): ``outputs`` compute the values ``sinks`` from ``row``
+    (the row result, rounded to ``row_dtype``, as a Var of its compute domain) and the group's
+    inputs."""
+
+    sinks: list[Value]
+    row: kir.Var
+    row_dtype: DType
+    outputs: list[kir.Expr] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+
+
+@dataclass
+class Group:
+    """A fused elementwise group: ``sinks`` (all of shape ``shape``) computed as ``outputs``
+    from ``leaves`` (the group inputs; kir Leaf i reads leaves[i]). A row kernel's group may
+    carry an ``epilogue`` (ops applied to its result)."""
+
+    sinks: list[Value]
+    shape: tuple
+    nodes: list[Node] = field(default_factory=list)
+    leaves: list[GroupInput] = field(default_factory=list)
+    outputs: list[kir.Expr] = field(default_factory=list)
+    epilogue: Epilogue | None = None
+
+
+def constant(array: np.ndarray, dt: DType) -> kir.Const | None:
+    """A one-element constant of a native type as an IR constant (None: it stays an input)."""
+    if array.size != 1 or dt.onnx_name not in types.NATIVE:
+        return None
+    return kir.const(array.reshape(-1)[0].item(), types.domain(dt))
+
+
+ROW_VAR = "rowv_"  # the name of an epilogue's row value
+
+
+class GroupBuilder:
+    """Builds the expression DAG of one group.
+
+    Args:
+        producer: value name -> (Node, Call, OpDef) for nodes that may be fused.
+        constants: value name -> ndarray for compile-time constants.
+        kept: values read from memory by any group but their own (epilogue results, cuts).
+    """
+
+    def __init__(self, producer: dict, constants: dict, kept: set = frozenset()):
+        self.producer = producer
+        self.constants = constants
+        self.kept = kept
+
+    def build(self, sinks: list[Value]) -> Group:
+        group = Group(sinks, sinks[0].type.shape)
+        self._group, self._memo, self._row = group, {}, None
+        self._sinks = {v.name for v in sinks}
+        group.outputs = [self._expr(v, ()) for v in sinks]
+        return group
+
+    def build_row(self, row_input: Value, row_output: Value, sinks: list[Value]) -> Group:
+        """The group of a row kernel (its input's cone) with an epilogue: the elementwise cone
+        from its result ``row_output`` to ``sinks`` (of row_output's shape; partition() checks
+        that nothing else reads the values in between). A reduction's epilogue inputs are seen
+        at the input's shape (its reduced axis broadcast), so the kernel indexes them per row.
+        The epilogue's own memo reloads shared inputs in its pass."""
+        group = self.build([row_input])
+        row = kir.var(ROW_VAR, types.domain(row_output.type.dtype))
+        epilogue = group.epilogue = Epilogue(sinks, row, row_output.type.dtype)
+        self._memo, self._row = {}, (row_output.name, row)
+        self._sinks = {v.name for v in sinks}
+        before = len(group.nodes)
+        outer = ()
+        if row_output.type.shape != row_input.type.shape:  # a reduction: rows of its input
+            outer = ((("rows", row_input.type.shape), _ToRows(row_input.type.shape)),)
+        epilogue.outputs = [self._expr(v, outer) for v in sinks]
+        epilogue.nodes, group.nodes = group.nodes[before:], group.nodes[:before]
+        return group
+
+    def _expr(self, value: Value, path: tuple) -> kir.Expr:
+        key = (value.name, tuple(step_key for step_key, _ in path))
+        if key not in self._memo:
+            self._memo[key] = self._compute(value, path)
+        return self._memo[key]
+
+    def _compute(self, value: Value, path: tuple) -> kir.Expr:
+        if self._row is not None and value.name == self._row[0]:
+            # the row result, reached only through same-shape elementwise steps
+            assert all(key[0] == "rows" or key[0] == "broadcast" and key[1] == value.type.shape
+                       for key, _ in path), path
+            return self._row[1]
+        if value.name in self.constants:
+            literal = constant(self.constants[value.name], value.type.dtype)
+            if literal is not None:
+                return literal
+        found = self.producer.get(value.name)
+        if found is None or value.name in self.kept and value.name not in self._sinks:
+            return self._leaf(value, path)
+        node, call, opdef = found
+        if opdef.view is not None:
+            step = (("view", id(node)), _ViewStep(opdef, call))
+            return self._expr(node.inputs[0], (step,) + path)
+        self._group.nodes.append(node)
+        lowering = opdef.kernel
+        args = []
+        used = lowering.used_inputs
+        out_shape = node.outputs[0].type.shape
+        for index, inp in enumerate(node.inputs):
+            if inp is None or (used is not None and index not in used):
+                args.append(None)
+                continue
+            extra = lowering.input_path(call, index) if lowering.input_path else ()
+            step = (("broadcast", out_shape), _Broadcast(out_shape))
+            args.append(self._expr(inp, tuple(extra) + (step,) + path))
+        result = lowering.expr(call, args)
+        saturate = bool(call.attrs.get("saturate", 1))
+        return kir.cast(result, node.outputs[0].type.dtype, saturate, call.attrs.get("round_mode", "up"))
+
+    def _leaf(self, value: Value, path: tuple) -> kir.Leaf:
+        index = len(self._group.leaves)
+        self._group.leaves.append(GroupInput(value, path, value.type.dtype))
+        return kir.leaf(index, value.type.dtype)
+
+
+class _ViewStep:
+    """A view op's transform on a View (the op's ``view`` lowering with its planned call)."""
+
+    def __init__(self, opdef, call):
+        self.opdef, self.call = opdef, call
+
+    def __call__(self, view):
+        return self.opdef.view(self.call, view)
+
+
+class _Broadcast:
+    """Numpy broadcasting of a View to an op's output shape."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def __call__(self, view):
+        return view if view.shape == self.shape else view.expand(self.shape)
+
+
+class _ToRows:
+    """A reduction epilogue input (of the reduced shape: the last axis kept as 1 or dropped)
+    seen at the reduction input's ``shape``: the reduced axis broadcast."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def __call__(self, view):
+        if view.rank < len(self.shape):
+            view = view.unsqueeze((view.rank,))
+        return view.expand(self.shape)

@@ -1,0 +1,136 @@
+"""The numpy interpreter of kernel-IR expressions: the living definition of each node's
+semantics, and the oracle the tests hold the numba renderer to (small shapes; not fast).
+
+Float math (exp, tanh, ...) is evaluated in float64 and rounded once to the node's type, so it
+is the correctly rounded result in nearly every case: a backend's float32 math is judged by its
+ulp distance from this.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..convert import convert as cast_array, to_wide
+from . import types
+from .expr import Binary, Call, Cast, Compare, Const, Convert, Leaf, Select, Unary, Var, postorder
+
+_NP = {name: np.dtype("bool" if name == "bool" else name) for name in types.SCALARS}
+
+
+def evaluate(roots, leaves: dict, variables: dict | None = None) -> list[np.ndarray]:
+    """The values of ``roots``: ``leaves[index]`` (arrays of each leaf's element type, or already
+    of its compute domain) and ``variables[name]`` bind the inputs; shapes broadcast."""
+    values: dict[int, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for node in postorder(roots):
+            values[id(node)] = _node(node, values, leaves, variables or {})
+    return [values[id(r)] for r in roots]
+
+
+def domain_values(array: np.ndarray, elem) -> np.ndarray:
+    """An array of element type ``elem`` as its compute-domain values."""
+    wide = to_wide(array, dtypes.of_array(array))
+    return wide.astype(_NP[types.domain(elem)])
+
+
+def _node(node, values: dict, leaves: dict, variables: dict) -> np.ndarray:
+    args = [values[id(child)] for child in node.children()]
+    target = _NP[node.dtype]
+    if isinstance(node, Const):
+        return np.array(node.value, target)
+    if isinstance(node, Leaf):
+        return domain_values(np.asarray(leaves[node.index]), node.elem)
+    if isinstance(node, Var):
+        return np.asarray(variables[node.name]).astype(target)
+    if isinstance(node, Unary):
+        return _unary(node.op, args[0]).astype(target)
+    if isinstance(node, Binary):
+        return np.asarray(_binary(node.op, args[0], args[1])).astype(target)
+    if isinstance(node, Compare):
+        return np.asarray(_COMPARE[node.op](args[0], args[1]))
+    if isinstance(node, Select):
+        return np.where(args[0], args[1], args[2]).astype(target)
+    if isinstance(node, Convert):
+        return args[0].astype(target)
+    if isinstance(node, Cast):
+        rounded = cast_array(np.asarray(args[0]), node.to, saturate=node.saturate, round_mode=node.round_mode)
+        return domain_values(rounded, node.to)
+    if isinstance(node, Call):
+        return _CALLS[node.fn](*args)
+    raise AssertionError(f"no semantics for {type(node).__name__}")
+
+
+def _float_math(fn):
+    """fn in float64, rounded once to the argument's type."""
+    return lambda x: fn(x.astype(np.float64)).astype(x.dtype)
+
+
+def _sigmoid(x):
+    return np.where(x >= 0, 1 / (1 + np.exp(-x)), np.exp(x) / (1 + np.exp(x)))
+
+
+def _softplus(x):
+    return np.where(x > 0, x + np.log1p(np.exp(-x)), np.log1p(np.exp(x)))
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+_UNARY = {
+    "neg": np.negative, "abs": np.abs, "not": np.logical_not,
+    "exp": _float_math(np.exp), "log": _float_math(np.log), "sqrt": np.sqrt, "tanh": _float_math(np.tanh),
+    "sigmoid": _float_math(_sigmoid), "erf": _float_math(lambda x: _ERF(x).astype(np.float64)),
+    "expm1": _float_math(np.expm1), "log1p": _float_math(np.log1p), "sin": _float_math(np.sin),
+    "cos": _float_math(np.cos), "softplus": _float_math(_softplus),
+}
+
+
+def _unary(op: str, x: np.ndarray) -> np.ndarray:
+    return np.asarray(_UNARY[op](np.asarray(x)))
+
+
+def _int_div(a, b):
+    a, b = np.broadcast_arrays(a, b)
+    safe = np.where(b == 0, 1, b)
+    quotient = np.floor_divide(a, safe)  # minimum // -1 wraps to the minimum
+    if a.dtype.kind == "i":
+        quotient = quotient + ((np.remainder(a, safe) != 0) & ((a < 0) ^ (safe < 0))).astype(a.dtype)
+    return np.where(b == 0, 0, quotient).astype(a.dtype)
+
+
+def int_pow(x, y):
+    """x ** y modulo 2**64 by binary exponentiation; a negative y gives 1 / x**|y| truncated."""
+    x, y = np.broadcast_arrays(x, y)
+    base = x.astype(np.uint64)
+    exponent = np.where(y >= 0, y, 0).astype(np.uint64)
+    result = np.ones(base.shape, np.uint64)
+    while exponent.any():
+        result = np.where(exponent & np.uint64(1), result * base, result)
+        base = base * base
+        exponent = exponent >> np.uint64(1)
+    if x.dtype.kind == "u":
+        return result
+    negative = np.where(x == 1, 1, np.where(x == -1, 1 - 2 * (y & 1), 0)).astype(np.int64)
+    return np.where(y >= 0, result.astype(np.int64), negative)
+
+
+def _binary(op: str, a, b):
+    if op == "div":
+        return np.divide(a, b) if a.dtype.kind == "f" else _int_div(a, b)
+    if op == "pow":
+        return np.power(a, b) if a.dtype.kind == "f" else int_pow(a, b)
+    return _BINARY[op](a, b)
+
+
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+           "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+_COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+            "ge": np.greater_equal}
+
+
+def _quantize_to_int(quotient, zero_point, low, high):
+    value = np.rint(quotient.astype(np.float64)) + zero_point.astype(np.float64)
+    return np.clip(np.nan_to_num(value, nan=float(low)), low, high).astype(np.int64)
+
+
+_CALLS = {"quantize_to_int": _quantize_to_int}
