@@ -16,6 +16,21 @@ def median_seconds(fn, *args, repeat: int = 7, warmup: int = 2) -> float:
     return float(np.median(times))
 
 
+def interleaved_medians(candidates: dict, repeat: int = 9, warmup: int = 2) -> dict:
+    """Median wall time of each zero-argument callable, the candidates run in turn in every
+    round (a noisy shared machine then slows them alike)."""
+    for fn in candidates.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in candidates}
+    for _ in range(repeat):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: float(np.median(values)) for name, values in times.items()}
+
+
 def table(rows: list[tuple], headers: tuple) -> str:
     """A Markdown table."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]

@@ -26,11 +26,12 @@ _LIVE = weakref.WeakSet()  # every JitFunction, so a forked child can renew thei
 class Executable:
     """A graph with concrete shapes, planned into steps, ready to run."""
 
-    def __init__(self, graph: Graph, calls: dict, constants: dict):
+    def __init__(self, graph: Graph, calls: dict, constants: dict, math: str = "fast"):
         self.graph = graph
+        self.math = math
         self.constants = {k: _read_only(v) for k, v in constants.items()}
         self.steps = partition(graph, calls, constants)
-        self.runners = [KernelRunner(s) if isinstance(s, KernelStep) else s for s in self.steps]
+        self.runners = [KernelRunner(s, math) if isinstance(s, KernelStep) else s for s in self.steps]
         self.input_names = [v.name for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
         self._calls = [runner.run if isinstance(runner, KernelRunner) else partial(run_node, runner)
@@ -138,9 +139,10 @@ def _tracing_stack() -> list:
 class JitFunction:
     """A traced-and-compiled Python tensor function (see ``dsl.jit``)."""
 
-    def __init__(self, fn, opset: int | None = None):
+    def __init__(self, fn, opset: int | None = None, math: str = "fast"):
         if isinstance(fn, JitFunction):
             fn = fn.fn
+        self.math = check_math(math, "dsl.jit")
         if not callable(fn):
             raise InputError(f"dsl.jit: {fn!r:.60} is a {type(fn).__name__}; expected a function of tensors "
                              f"(use @dsl.jit or dsl.jit(fn))")
@@ -157,10 +159,10 @@ class JitFunction:
     def __getstate__(self) -> dict:
         """Pickles as the Python function and opset (dask / multiprocessing ship jit functions);
         compiled state is per process and rebuilt on first use."""
-        return {"fn": self.fn, "opset": self.opset}
+        return {"fn": self.fn, "opset": self.opset, "math": self.math}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["fn"], state["opset"])
+        self.__init__(state["fn"], state["opset"], state.get("math", "fast"))
 
     def __get__(self, instance, owner=None):
         if instance is None:
@@ -204,7 +206,7 @@ class JitFunction:
                 found = self._cache.get(key)
                 if found is None:
                     builder = self._trace([tracing.input_type(a, i) for i, a in enumerate(args)], names)
-                    found = Executable(builder.graph, builder.calls, builder.constants)
+                    found = Executable(builder.graph, builder.calls, builder.constants, self.math)
                     self._cache[key] = found
         return found
 
@@ -334,12 +336,25 @@ class Parameters:
         return tuple(n for _, _, names in layout for n in names), call
 
 
-def jit(fn=None, *, opset: int | None = None):
+MATH_MODES = ("fast", "exact")
+
+
+def check_math(math: str, where: str) -> str:
+    if math not in MATH_MODES:
+        raise InputError(f"{where}: math={math!r}; expected one of {list(MATH_MODES)}")
+    return math
+
+
+def jit(fn=None, *, opset: int | None = None, math: str = "fast"):
     """Compile a Python tensor function into fused numba kernels.
 
     Args:
         fn: a function of tensors using dsl functions and Python operators.
         opset: the ONNX opset whose op versions apply (default: the latest).
+        math: "fast" (default): float32 exp, log, tanh, sigmoid, erf ... and softmax rows use
+            kernels/vmath.py's vectorized functions, within the README's ulp table, and small
+            constant powers become multiplications; "exact": libm calls and float64 softmax
+            rows, bit-identical with the eager numpy engine.
 
     Returns:
         A JitFunction: call it with numpy arrays / dsl.Tensors; ``.lower`` gives the Program,
@@ -351,9 +366,10 @@ def jit(fn=None, *, opset: int | None = None):
         ...     m = dsl.unsqueeze(dsl.cast(mask, dsl.float32), [1, 2])
         ...     return scores + (1.0 - m) * -1e4
     """
+    check_math(math, "dsl.jit")
     if fn is None:
-        return lambda f: JitFunction(f, opset)
-    return JitFunction(fn, opset)
+        return lambda f: JitFunction(f, opset, math)
+    return JitFunction(fn, opset, math)
 
 
 def _renew_locks_in_child() -> None:

@@ -60,7 +60,7 @@ class Program:
     def output_names(self) -> list[str]:
         return [v.name for v in self.graph.outputs]
 
-    def run(self, feeds, engine: str = "jit") -> list:
+    def run(self, feeds, engine: str = "jit", math: str = "fast") -> list:
         """Execute on concrete inputs.
 
         Args:
@@ -68,6 +68,7 @@ class Program:
                 or a list in input order.
             engine: "jit" (fused numba kernels, compiled once per input signature) or
                 "numpy" (the eager reference engine).
+            math: the JIT's float math, "fast" or "exact" (see dsl.jit).
 
         Returns:
             A list of numpy arrays, one per graph output.
@@ -78,13 +79,15 @@ class Program:
         if engine not in ENGINES:
             raise UnsupportedError(f"Program.run: engine {engine!r} is not available; expected one of "
                                    f"{list(ENGINES)}")
+        from .jit import check_math
+        check_math(math, "Program.run")
         checked = self._check_feeds(feeds)
         if engine == "jit" and all(isinstance(v.type, TensorType) for v in self.graph.inputs):
-            return self._executable(checked).run(checked)
+            return self._executable(checked, math).run(checked)
         numpy_feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in checked.items()}
         return engine_module.run_graph(self.graph, numpy_feeds)
 
-    def _executable(self, feeds: dict):
+    def _executable(self, feeds: dict, math: str = "fast"):
         """The planned kernels for these feeds' concrete types (cached per signature; inputs
         that are axes or shapes specialize by value)."""
         from .jit import Executable
@@ -99,10 +102,10 @@ class Program:
         known = {n: feeds[n] for n in self._value_inputs}
         key = (tuple((t.dtype.onnx_name, t.shape, isinstance(feeds[n], Tensor))
                      for t, n in zip(types, self.input_names)),
-               tuple((n, a.tobytes()) for n, a in sorted(known.items())))
+               tuple((n, a.tobytes()) for n, a in sorted(known.items())), math)
         found = cache.get(key)
         if found is None:
-            found = cache[key] = Executable(*specialize(self.graph, types, known))
+            found = cache[key] = Executable(*specialize(self.graph, types, known), math)
         return found
 
     def _check_feeds(self, feeds) -> dict:

@@ -171,8 +171,9 @@ def _inner_kind(stride: int) -> int:
 class KernelRunner:
     """Runs one KernelStep; caches launch plans by leaf layout."""
 
-    def __init__(self, step: KernelStep):
+    def __init__(self, step: KernelStep, math: str = "fast"):
         self.group = step.group
+        self.math = math
         self.row = step.row
         self.plans = LRU("signatures")  # launch plans by leaf layout
         self.size = prod(self.group.shape)
@@ -207,9 +208,9 @@ class KernelRunner:
 
     def _source(self, rank: int, kinds, stream: tuple = ()) -> str:
         if self.row is None:
-            return kernel_source(self.group, rank, kinds, stream)
+            return kernel_source(self.group, rank, kinds, stream, self.math)
         return row_source(self.group, [kind for _, _, kind in self.row], rank, kinds,
-                          [dt for _, dt, _ in self.outputs], stream)
+                          [dt for _, dt, _ in self.outputs], stream, self.math)
 
     def source_for_contiguous(self) -> str:
         """The kernel source used when every input is C-contiguous (for explain): each leaf is

@@ -8,6 +8,7 @@ with numpy's scalar functions); ``math="fast"`` as kernels/vmath.py's vectorizab
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,6 +29,7 @@ import numpy as np
 from kernels import bits as _bits
 from kernels import floats as _floats
 from kernels import packed as _packed
+from kernels import vmath as _vmath
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -167,9 +169,17 @@ class Lines:
         return self._emit(self._text(node, [self.names[id(c)] for c in node.children()]))
 
     def _text(self, node: kir.Expr, args: list[str]) -> str:
+        fast = self.math == "fast" and node.dtype == "float32"
         if isinstance(node, kir.Unary):
+            if fast and node.op in VMATH:
+                return f"_vmath.{node.op}_f32({args[0]})"
             return _wrap(node.dtype, _unary(node.op, args[0], node.dtype))
         if isinstance(node, kir.Binary):
+            cheap = _cheap_form(node, args, fast)
+            if cheap is not None:
+                return cheap
+            if fast and node.op == "pow":
+                return f"_vmath.pow_f32({args[0]}, {args[1]})"
             return _wrap(node.dtype, _binary(node.op, args[0], args[1], node.a.dtype))
         if isinstance(node, kir.Compare):
             return f"({args[0]} {_SYMBOL[node.op]} {args[1]})"
@@ -185,6 +195,34 @@ class Lines:
         if isinstance(node, kir.Call):
             return f"_bits.{node.fn}({', '.join(args)})"
         raise AssertionError(f"no numba rendering for {type(node).__name__}")
+
+
+VMATH = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "softplus")  # kernels/vmath.py
+
+
+def _cheap_form(node: kir.Binary, args: list[str], fast: bool) -> str | None:
+    """A cheaper spelling of a division or power by a constant, or None.
+
+    - x / 2**k (k in [-126, 126]) is x * 2**-k in every mode: both are the correctly rounded
+      value of the same real number, so the bits are identical.
+    - With fast math, x ** c for c in {2, 3, 4, -1} becomes multiplications (x ** 2 is even
+      correctly rounded, as IEEE pow; 3 and 4 round twice, within 1 ulp), x ** 0.5 sqrt (with
+      pow's sign rules: +0 for -0, +inf for -inf), x ** 1 x and x ** 0 one (exactly pow's).
+    """
+    if not isinstance(node.b, kir.Const) or not kir.types.is_float(node.dtype):
+        return None
+    x, c, dtype = args[0], node.b.value, node.dtype
+    if node.op == "div":
+        mantissa, exponent = math.frexp(c) if math.isfinite(c) and c != 0 else (0.0, 0)
+        if abs(mantissa) == 0.5 and -125 <= exponent - 1 <= 126:
+            return f"({x} * np.{dtype}({repr(1.0 / c)}))"
+        return None
+    if node.op != "pow" or not fast:
+        return None
+    forms = {2.0: f"({x} * {x})", 3.0: f"(({x} * {x}) * {x})", 4.0: f"(({x} * {x}) * ({x} * {x}))",
+             -1.0: f"(np.{dtype}(1) / {x})", 1.0: x, 0.0: f"np.{dtype}(1)",
+             0.5: f"(np.{dtype}(np.inf) if {x} == -np.inf else np.sqrt({x}) + np.{dtype}(0))"}
+    return forms.get(c)
 
 
 def _wrap(dtype: str, text: str) -> str:

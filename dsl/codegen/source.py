@@ -129,11 +129,12 @@ def _split_hoisted(group: Rendered, loads: dict, leaf_kinds, blocked_fixed: bool
     return hoisted, rest
 
 
-def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = ()) -> str:
+def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = (), math: str = "fast") -> str:
     """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)
     or, for a blocked parameter, (packed, inner, block divisor per dim).
-    Outputs whose index is in ``stream`` are written with streaming stores (see _store)."""
-    group = render(group)
+    Outputs whose index is in ``stream`` are written with streaming stores (see _store);
+    ``math`` is the float math mode ("fast" or "exact", see fused.py)."""
+    group = render(group, math)
     body = _header(group, rank, len(group.sinks), leaf_kinds)
     loads = _loads(group, rank, leaf_kinds)
     for k in range(rank - 1):
@@ -270,16 +271,17 @@ def _accumulate(kind: str, acc: str, value: str, is_float: bool) -> str:
     return f"{acc} = _bits.{kind}_step({acc}, {value})"
 
 
-def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tuple = ()) -> str:
+def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tuple = (), math: str = "fast") -> str:
     """Kernel reducing (or soft-maxing) ``group``'s single sink along its last dim.
 
     ``kind`` may be a list of reductions ('sum', 'mean', 'max', 'min') with one ``out_dtype``
     each: one pass over every row then feeds all of them (out0, out1, ...).
     Rows are dims 0..rank-2 (coalesced); the last dim is walked once per pass. Sums and
     softmax denominators accumulate in float64 (int64 for integers), then round once.
-    A softmax output with index 0 in ``stream`` is written with streaming stores.
+    A softmax output with index 0 in ``stream`` is written with streaming stores. With
+    ``math="fast"`` a float32 softmax row computes in float32 (see _softmax_row_f32).
     """
-    group = render(group)
+    group = render(group, math)
     kinds = [kind] if isinstance(kind, str) else list(kind)
     out_dtypes = [out_dtype] if isinstance(kind, str) else list(out_dtype)
     kind = kinds[0]
@@ -293,8 +295,9 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
     hoisted = _split_hoisted(group, loads, leaf_kinds)[0]
     last = rank - 1
     body.append(f"    rowlen = np.uint64(shape[{last}])")
+    fast_softmax = kind in ("softmax", "logsoftmax") and math == "fast" and value_domain == "float32"
     if kind in ("softmax", "logsoftmax"):
-        body.append(f"    tmp = np.empty(shape[{last}], np.float64)")
+        body.append(f"    tmp = np.empty(shape[{last}], np.{'float32' if fast_softmax else 'float64'})")
         if group.epilogue is not None:
             body.append(f"    rowv = np.empty(shape[{last}], np.{scalar.domain(group.epilogue.row_dtype)})")
     for k in range(rank - 1):
@@ -309,8 +312,10 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
 
     body += [ind + line for line in hoisted]
     if kind in ("softmax", "logsoftmax"):
-        store = _epilogue_stores(group, loads, leaf_kinds, ind, last, row_index, out_dtypes[0], stream)
-        body += _softmax_row(kind, value, value_domain, ind, last, row_pass, store)
+        store = _epilogue_stores(group, loads, leaf_kinds, ind, last, row_index, out_dtypes[0], stream,
+                                 "float32" if fast_softmax else "float64")
+        rows = _softmax_row_f32 if fast_softmax else _softmax_row
+        body += rows(kind, value, value_domain, ind, last, row_pass, store)
         return "\n".join(body + _fence(stream)) + "\n"
     steps, stores = [], []
     for j, (kind, out_dtype) in enumerate(zip(kinds, out_dtypes)):
@@ -358,27 +363,51 @@ def _softmax_row(kind, value, value_domain, ind, last, row_pass, store) -> list[
                                                       *[inner + line for line in body]]
 
 
-def _softmax_values(epilogue, result: str, ind: str, last: int) -> list[str]:
+def _softmax_row_f32(kind, value, value_domain, ind, last, row_pass, store) -> list[str]:
+    """The fast-math float32 row (float32 inputs, float16 and bfloat16 too): max; exp(v - max)
+    by kernels/vmath.py (1 ulp) summed in float64 (vectorized, reassociated); scale by 1 / sum
+    rounded to float32, or subtract max + log(sum). As in onnxruntime's and jax's softmax, v -
+    max is a float32 difference: its rounding gives the result a relative error up to
+    |v - max| * 2**-24 besides the few ulp of the rest (tests/dsl/test_fast_math.py). A
+    compensated difference (TwoSum) cost 40% more time."""
+    inner = ind + "    "
+    lines = [f"{ind}acc = np.float32(-np.inf)"]
+    lines += row_pass([f"v = np.float32({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
+    lines += [f"{ind}total = 0.0", f"{ind}for i{last} in range(rowlen):",
+              f"{inner}e = _vmath.exp_f32(tmp[i{last}] - acc)", f"{inner}total = _bits.add_step(total, np.float64(e))"]
+    if kind == "softmax":
+        lines += [f"{inner}tmp[i{last}] = e", f"{ind}scale = np.float32(1.0 / total)"]
+        result = f"tmp[i{last}] * scale"
+    else:
+        lines.append(f"{ind}shift = acc + np.float32(np.log(total))")
+        result = f"tmp[i{last}] - shift"
+    before, body = store(result)
+    return lines + [ind + line for line in before] + [f"{ind}for i{last} in range(rowlen):",
+                                                      *[inner + line for line in body]]
+
+
+def _softmax_values(epilogue, result: str, ind: str, last: int, domain: str = "float64") -> list[str]:
     """An epilogue's softmax values, rounded to their type, into the row buffer ``rowv`` in a
     loop of their own: the epilogue's loop then has no float64 in it and vectorizes twice as
     wide (softmax -> float16: 15 -> 11 ms on [16, 512, 512], as fast as two kernels)."""
     return [f"{ind}for i{last} in range(rowlen):",
-            f"{ind}    rowv[i{last}] = {scalar.coerce(result, 'float64', epilogue.row_dtype)}"]
+            f"{ind}    rowv[i{last}] = {scalar.coerce(result, domain, epilogue.row_dtype)}"]
 
 
-def _epilogue_stores(group: Rendered, loads: dict, leaf_kinds, ind, last, row_index, out_dtype, stream):
-    """store(result) for _softmax_row: the softmax value (a float64 expression) rounded to its
-    type and written out, or, with an epilogue, fed to the epilogue's ops whose results are
+def _epilogue_stores(group: Rendered, loads: dict, leaf_kinds, ind, last, row_index, out_dtype, stream,
+                     domain: str = "float64"):
+    """store(result) for _softmax_row: the softmax value (an expression of ``domain``) rounded to
+    its type and written out, or, with an epilogue, fed to the epilogue's ops whose results are
     written (their lines that do not move along the row run once per row, before the pass)."""
     index = f"{row_index} * rowlen + i{last}"
     epilogue = group.epilogue
 
     def store(result: str) -> tuple[list[str], list[str]]:
         if epilogue is None:
-            coerced = scalar.coerce(result, "float64", out_dtype)
+            coerced = scalar.coerce(result, domain, out_dtype)
             return [], [_store(0, index, scalar.store(out_dtype, coerced), stream)]
         before, moving = _split_hoisted(group, loads, leaf_kinds, lines=epilogue.lines)
-        before = [*_softmax_values(epilogue, result, "", last), *before]
+        before = [*_softmax_values(epilogue, result, "", last, domain), *before]
         body = [f"{epilogue.row_var} = rowv[i{last}]", *moving]
         body += [_store(j, index, scalar.store(sink.type.dtype, var), stream)
                  for j, (sink, var) in enumerate(zip(epilogue.sinks, epilogue.out_vars))]

@@ -107,7 +107,7 @@ class GroupBuilder:
         return group
 
     def _expr(self, value: Value, path: tuple) -> kir.Expr:
-        key = (value.name, tuple(step_key for step_key, _ in path))
+        key = (value.name, _path_key(path))
         if key not in self._memo:
             self._memo[key] = self._compute(value, path)
         return self._memo[key]
@@ -149,6 +149,19 @@ class GroupBuilder:
         index = len(self._group.leaves)
         self._group.leaves.append(GroupInput(value, path, value.type.dtype))
         return kir.leaf(index, value.type.dtype)
+
+
+def _path_key(path: tuple) -> tuple:
+    """A path's identity, with each run of broadcasts folded into its last one (broadcasting to
+    a shape and then to a broadcast of it is broadcasting to the latter): a value used at
+    several depths of the cone is then one input, loaded once."""
+    keys = []
+    for step_key, _ in path:
+        if keys and step_key[0] == "broadcast" and keys[-1][0] == "broadcast":
+            keys[-1] = step_key
+        else:
+            keys.append(step_key)
+    return tuple(keys)
 
 
 class _ViewStep:

@@ -68,9 +68,9 @@ def test_non_native_or_non_scalar_constants_stay_leaves():
 
 
 # ---- generated source -----------------------------------------------------------------------------
-def group_of(fn, *args):
+def group_of(fn, *args, math="fast"):
     """The KernelRunner of a one-kernel function (tracing and planning only: nothing compiles)."""
-    (runner,) = dsl.jit(fn).executable(*args).runners
+    (runner,) = dsl.jit(fn, math=math).executable(*args).runners
     return runner
 
 
@@ -98,12 +98,15 @@ def test_packed_leaves_load_codes_from_bytes():
 
 
 def test_row_kernels_reassociate_only_the_accumulation_and_round_once():
-    runner = group_of(lambda x: dsl.softmax(x * 2.0), np.ones((3, 4), np.float32))
+    runner = group_of(lambda x: dsl.softmax(x * 2.0), np.ones((3, 4), np.float32), math="exact")
     source = runner.source_for_contiguous()
     compile(source, "<kernel>", "exec")
     assert "fastmath" not in source and "tmp = np.empty(shape[1], np.float64)" in source
     assert "acc = _bits.maximum_step(acc, v)" in source and "total = _bits.add_step(total, e)" in source
     assert source.count("for i1 in range(rowlen):") == 3  # max; exp and sum; scale
+    fast = group_of(lambda x: dsl.softmax(x * 2.0), np.ones((3, 4), np.float32)).source_for_contiguous()
+    assert "tmp = np.empty(shape[1], np.float32)" in fast and "e = _vmath.exp_f32(tmp[i1] - acc)" in fast
+    assert "fastmath" not in fast and fast.count("for i1 in range(rowlen):") == 3
     reduce = group_of(lambda x: dsl.reduce_sum(x * 2.0, [-1]), np.ones((3, 4), np.float32))
     text = row_source(reduce.group, "sum", 2, [(False, INNER_UNIT)], dsl.float32)
     assert "acc0 = np.float64(0)" in text and "out0[q0] = np.float32(acc0)" in text
@@ -123,10 +126,12 @@ def test_what_does_not_vary_along_the_inner_loop_is_computed_before_it():
     inner = next(k for k, line in enumerate(body) if "for i1 in range(rowlen):" in line)
     assert sum("_bits." in line for line in body[:inner]) == 9  # the load and 8 casts, once per row
     assert body[inner + 1].strip().startswith("acc0 = _bits.add_step(acc0, ")
-    runner = group_of(lambda x, b: x + dsl.exp(b * 2.0), np.ones((3, 4), np.float32), np.ones((3, 1), np.float32))
-    body = runner.source_for_contiguous().split("def kernel(")[1].splitlines()
-    inner = next(k for k, line in enumerate(body) if "for i1 in range(n1):" in line)
-    assert any("np.exp(" in line for line in body[:inner]) and not any("np.exp(" in line for line in body[inner:])
+    for math, exp in (("exact", "np.exp("), ("fast", "_vmath.exp_f32(")):
+        runner = group_of(lambda x, b: x + dsl.exp(b * 2.0), np.ones((3, 4), np.float32), np.ones((3, 1), np.float32),
+                          math=math)
+        body = runner.source_for_contiguous().split("def kernel(")[1].splitlines()
+        inner = next(k for k, line in enumerate(body) if "for i1 in range(n1):" in line)
+        assert any(exp in line for line in body[:inner]) and not any(exp in line for line in body[inner:])
 
 
 def test_a_loop_invariant_float16_chain_in_a_row_kernel_compiles_and_is_exact():
