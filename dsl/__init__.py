@@ -17,9 +17,8 @@ from .layout import contiguous
 from .lru import set_cache_limits
 from .errors import DslError, DTypeError, InputError, ResourceError, ShapeError, UnsupportedError
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
-from .onnx_io import from_onnx
 from .ops import LATEST_OPSET
-from .program import Program
+from .program import Program, from_onnx
 from .tensor import Tensor
 
 for _t in _dtypes.ALL:

@@ -9,7 +9,6 @@ and for shapes that do not broadcast.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from . import dtypes
@@ -19,6 +18,7 @@ from .ops.minmax import MAX_INPUTS
 from .ops.registry import LATEST_OPSET
 from .tensor import Tensor
 from .trace import Tracer, current_builder
+from .values import weak_scalar
 
 
 # ---- Python scalars (NEP 50) ----------------------------------------------------------------------
@@ -32,26 +32,13 @@ def _element_type(op: str, value):
     return dtypes.of_array(np.asarray(value), op)
 
 
-def _scalar_as(op: str, value, dt) -> np.ndarray:
-    is_float, is_bool = isinstance(value, float), isinstance(value, bool)
-    if dt.kind in ("string", "complex") or (is_float and dt.kind in ("int", "uint", "bool")) \
-            or (dt.kind == "bool" and not is_bool):
-        raise InputError(f"{op}: Python {type(value).__name__} {value!r} mixed with a {dt} tensor; "
-                         f"pass an array of the intended type instead")
-    if dt.kind in ("int", "uint") and not is_bool:
-        info = ml_dtypes.iinfo(dt.np_dtype)
-        if not int(info.min) <= value <= int(info.max):
-            raise InputError(f"{op}: Python int {value!r} does not fit in {dt} [{info.min}, {info.max}]")
-    return np.array(value, dtype=dt.np_dtype)
-
-
 def _weak(op: str, value, *anchors):
     """``value`` with a Python scalar given the element type of the first tensor in ``anchors``
     (numpy's default type when there is none)."""
     if not _is_weak(value):
         return value
     anchor = next((a for a in anchors if a is not None and not _is_weak(a)), None)
-    return np.asarray(value) if anchor is None else _scalar_as(op, value, _element_type(op, anchor))
+    return np.asarray(value) if anchor is None else weak_scalar(op, value, _element_type(op, anchor))
 
 
 def _binary(op: str, a, b, opset, second: str = "B"):

@@ -1,101 +1,24 @@
 """``@dsl.jit``: trace once per input signature, plan fused kernels, run them; ``dsl.compare``."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import threading
 import weakref
-from functools import partial
 
 import numpy as np
 
 from . import trace as tracing
-from .errors import DslError, InputError, out_of_memory, where
-from .codegen.compile import prepare_backend
-from .ir import Graph, TensorType
+from .compiler import Executable, check_math, prepare_backend
+from .errors import DslError, InputError
+from .ir import TensorType
 from .lru import LRU
 from .ops import registry
-from .passes.fuse import KernelStep, NodeStep, partition
-from .runtime import KernelRunner, run_node
 from .tensor import Tensor
 from .values import plain_array
 
 _LIVE = weakref.WeakSet()  # every JitFunction, so a forked child can renew their locks
-
-
-class Executable:
-    """A graph with concrete shapes, planned into steps, ready to run."""
-
-    def __init__(self, graph: Graph, calls: dict, constants: dict, math: str = "fast"):
-        self.graph = graph
-        self.math = math
-        self.constants = {k: _read_only(v) for k, v in constants.items()}
-        self.steps = partition(graph, calls, constants)
-        self.runners = [KernelRunner(s, math) if isinstance(s, KernelStep) else s for s in self.steps]
-        self.input_names = [v.name for v in graph.inputs]
-        self.output_names = [v.name for v in graph.outputs]
-        self._calls = [runner.run if isinstance(runner, KernelRunner) else partial(run_node, runner)
-                       for runner in self.runners]
-
-    def run(self, feeds: dict) -> list:
-        env = dict(self.constants)
-        env.update(feeds)
-        for index, step in enumerate(self._calls):
-            try:
-                step(env)
-            except MemoryError:
-                raise self._out_of_memory(index) from None
-        outputs = [env[name] for name in self.output_names]
-        return [out.numpy() if type(out) is Tensor else out for out in outputs]
-
-    def explain(self, source: bool = True) -> str:
-        """Fusion groups, view steps and fallbacks; with ``source``, each kernel's generated
-        numba source (as compiled for C-contiguous inputs)."""
-        lines = []
-        for index, step in enumerate(self.steps):
-            if isinstance(step, NodeStep):
-                kind = "view" if step.opdef.view is not None else "numpy"
-                lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
-                             f"{', '.join('%' + v.name for v in step.node.outputs)}")
-                continue
-            group = step.group
-            ops = [n.op_type for n in group.nodes] + [node.op_type for node, _, _ in step.row or []] + \
-                [n.op_type for n in (group.epilogue.nodes if group.epilogue else [])]
-            sinks = [node.outputs[0] for node, _, _ in step.row] if step.row else group.sinks
-            if group.epilogue is not None:
-                sinks = group.epilogue.sinks
-            leaves = ", ".join(f"%{leaf.value.name}" + (f" via {len(leaf.path)} view steps" if leaf.path else "")
-                               for leaf in group.leaves)
-            lines.append(f"step {index}: kernel [{', '.join(ops)}] -> "
-                         f"{', '.join(f'%{v.name}: {v.type}' for v in sinks)}; reads {leaves}")
-            if source:
-                text = self._runner(step).source_for_contiguous()
-                text = text[text.index("@numba.njit(cache=True, nogil=True, error_model"):]
-                lines += ["    " + line for line in text.splitlines()]
-        return "\n".join(lines)
-
-    def _out_of_memory(self, index: int):
-        step = self.steps[index]
-        if isinstance(step, NodeStep):
-            return out_of_memory(where(step.node.op_type, step.node.name), [v.type for v in step.node.outputs])
-        runner = self.runners[index]
-        return out_of_memory(f"jit kernel {index} of {self.graph.name}",
-                             [TensorType(dt, shape) for _, dt, shape in runner.outputs])
-
-    def _runner(self, step):
-        return next(r for r in self.runners if getattr(r, "group", None) is step.group)
-
-    @property
-    def kernel_count(self) -> int:
-        return sum(isinstance(s, KernelStep) for s in self.steps)
-
-
-def _read_only(value):
-    """A read-only view of a constant, so no output aliasing it can change the program."""
-    if isinstance(value, np.ndarray):
-        value = value.view()
-        value.flags.writeable = False
-    return value
 
 
 def native_args(args) -> tuple:
@@ -221,12 +144,10 @@ class JitFunction:
         try:
             executable = self._executable(values, names)
         except InputError:
-            if not any(type(a).__module__.startswith(("dask.", "dsl.dask")) for a in values):
+            handler = _argument_handler(values)
+            if handler is None:
                 raise
-            executable = None
-        if executable is None:  # dask arrays in: a lazy blockwise program out
-            from . import dask as dsl_dask
-            return dsl_dask.apply(self, *values)
+            return handler(self, *values)  # e.g. dask arrays in: a lazy blockwise program out
         outputs = executable.run(dict(zip(executable.input_names, values)))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
@@ -252,6 +173,21 @@ class JitFunction:
     def explain(self, *args, **kwargs) -> str:
         """Fusion groups, views and generated kernel sources for these arguments."""
         return self.executable(*args, **kwargs).explain()
+
+
+# Front ends for other array types (dsl.dask) register (module prefixes, handler(jit_fn, *args));
+# a call whose arguments come from such a module goes to the handler, loaded on first use.
+ARGUMENT_HANDLERS: dict[tuple, object] = {}
+_PLUGINS = {("dask.", "dsl.dask"): "dsl.dask"}
+
+
+def _argument_handler(values: tuple):
+    for prefixes, plugin in _PLUGINS.items():
+        if any(type(a).__module__.startswith(prefixes) for a in values):
+            if prefixes not in ARGUMENT_HANDLERS:
+                importlib.import_module(plugin)  # registers itself in ARGUMENT_HANDLERS
+            return ARGUMENT_HANDLERS.get(prefixes)
+    return None
 
 
 class _MethodRefusal:
@@ -334,15 +270,6 @@ class Parameters:
             bound = inspect.BoundArguments(self.signature, arguments)
             return fn(*bound.args, **bound.kwargs)
         return tuple(n for _, _, names in layout for n in names), call
-
-
-MATH_MODES = ("fast", "exact")
-
-
-def check_math(math: str, where: str) -> str:
-    if math not in MATH_MODES:
-        raise InputError(f"{where}: math={math!r}; expected one of {list(MATH_MODES)}")
-    return math
 
 
 def jit(fn=None, *, opset: int | None = None, math: str = "fast"):

@@ -460,27 +460,9 @@ def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir:
                 [values[n] for n in out_names], attrs, name, np_node.domain)
 
 
-def from_onnx(source, *, base_dir=None):
-    """Load an ONNX model as a Program.
-
-    Args:
-        source: a file path, serialized bytes or an onnx.ModelProto.
-        base_dir: the directory external data files are read from; defaults to the model
-            file's directory for a path, and is needed for bytes / ModelProto with external data.
-            Each file must be a regular single-link file inside it, reached without symlinks.
-
-    Returns:
-        A typed, checked ``dsl.Program`` (shape inference ran; errors name the node).
-
-    Raises:
-        DslError: unreadable model, unsupported op / opset / type, invalid node or unsafe
-            external data.
-
-    Example:
-        >>> prog = dsl.from_onnx("mask.onnx"); prog.run({"mask": mask})
-    """
-    from .program import Program
-    return Program(graph_from_model(*_load_model(source, base_dir)))
+def load_graph(source, base_dir=None) -> Graph:
+    """The Graph of a model file path, serialized bytes or onnx.ModelProto (see dsl.from_onnx)."""
+    return graph_from_model(*_load_model(source, base_dir))
 
 
 def _node_to_proto(node: Node, opset: int):

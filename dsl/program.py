@@ -5,7 +5,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import dtypes, engine as engine_module
+from . import dtypes, engine as engine_module, onnx_io
+from .compiler import Executable, check_math
 from .errors import DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, OptionalType, SequenceType, TensorType, format_graph
 from .lru import LRU
@@ -79,7 +80,6 @@ class Program:
         if engine not in ENGINES:
             raise UnsupportedError(f"Program.run: engine {engine!r} is not available; expected one of "
                                    f"{list(ENGINES)}")
-        from .jit import check_math
         check_math(math, "Program.run")
         checked = self._check_feeds(feeds)
         if engine == "jit" and all(isinstance(v.type, TensorType) for v in self.graph.inputs):
@@ -90,7 +90,6 @@ class Program:
     def _executable(self, feeds: dict, math: str = "fast"):
         """The planned kernels for these feeds' concrete types (cached per signature; inputs
         that are axes or shapes specialize by value)."""
-        from .jit import Executable
         from .passes.specialize import specialize, value_inputs
         cache = self.__dict__.get("_executables")
         if cache is None:
@@ -129,7 +128,6 @@ class Program:
 
     def to_onnx(self):
         """An onnx.ModelProto of this program (needs the optional onnx package)."""
-        from . import onnx_io
         return onnx_io.to_model(self.graph)
 
     def __str__(self) -> str:
@@ -219,3 +217,25 @@ def _check_dims(name: str, declared: TensorType, shape: tuple, symbols: dict) ->
             if symbols.setdefault(dim, size) != size:
                 raise ShapeError(f"Program.run: input {name!r} binds {dim}={size} but an earlier input "
                                  f"bound {dim}={symbols[dim]}")
+
+
+def from_onnx(source, *, base_dir=None):
+    """Load an ONNX model as a Program.
+
+    Args:
+        source: a file path, serialized bytes or an onnx.ModelProto.
+        base_dir: the directory external data files are read from; defaults to the model
+            file's directory for a path, and is needed for bytes / ModelProto with external data.
+            Each file must be a regular single-link file inside it, reached without symlinks.
+
+    Returns:
+        A typed, checked ``dsl.Program`` (shape inference ran; errors name the node).
+
+    Raises:
+        DslError: unreadable model, unsupported op / opset / type, invalid node or unsafe
+            external data.
+
+    Example:
+        >>> prog = dsl.from_onnx("mask.onnx"); prog.run({"mask": mask})
+    """
+    return Program(onnx_io.load_graph(source, base_dir))

@@ -13,6 +13,7 @@ from .errors import DslError, InputError
 from .ir import Graph, Node, TensorType, Value, type_of_array
 from .ops import registry
 from .passes.infer_shapes import fold
+from .values import as_array, weak_scalar
 
 class Tracer(Value):
     """A symbolic tensor inside a traced function."""
@@ -112,9 +113,7 @@ class Builder:
         if isinstance(value, Tracer):
             return value
         if like is not None and isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-            from .functional import _scalar_as
-            return self.constant(_scalar_as(op, value, like.dtype))
-        from .values import as_array
+            return self.constant(weak_scalar(op, value, like.dtype))
         return self.constant(as_array(value, "jit", "constant"))
 
     def add(self, op_type: str, inputs: list, attrs: dict | None = None) -> list[Tracer]:

@@ -1,6 +1,7 @@
 """Runtime values: checking and typing what users pass in (arrays, packed Tensors, lists)."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes
@@ -77,3 +78,18 @@ def runtime_type(value):
         raise InputError(f"dsl: value {value!r:.60} is not a tensor (numpy array or dsl.Tensor), "
                          f"a list of tensors or None")
     return type_of_array(value)
+
+
+def weak_scalar(op: str, value, dt) -> np.ndarray:
+    """A Python scalar next to a tensor of element type ``dt``, as a 0-d array of ``dt`` (NEP 50:
+    it takes the tensor's type); InputError if the value does not belong there."""
+    is_float, is_bool = isinstance(value, float), isinstance(value, bool)
+    if dt.kind in ("string", "complex") or (is_float and dt.kind in ("int", "uint", "bool")) \
+            or (dt.kind == "bool" and not is_bool):
+        raise InputError(f"{op}: Python {type(value).__name__} {value!r} mixed with a {dt} tensor; "
+                         f"pass an array of the intended type instead")
+    if dt.kind in ("int", "uint") and not is_bool:
+        info = ml_dtypes.iinfo(dt.np_dtype)
+        if not int(info.min) <= value <= int(info.max):
+            raise InputError(f"{op}: Python int {value!r} does not fit in {dt} [{info.min}, {info.max}]")
+    return np.array(value, dtype=dt.np_dtype)

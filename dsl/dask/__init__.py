@@ -31,7 +31,7 @@ import numpy as np
 from .. import dtypes
 from ..errors import DTypeError, InputError, ShapeError
 from ..ir import TensorType
-from ..jit import JitFunction
+from ..jit import ARGUMENT_HANDLERS, JitFunction
 from ..program import Program
 from .build import GraphBuilder, RechunkWarning
 from .chunking import plan_layout
@@ -119,3 +119,6 @@ def _specialized(program: Program, types: list) -> tuple:
                 raise ShapeError(f"dsl.dask: input {value.name!r} has shape {list(actual.shape)}; expected "
                                  f"{declared}")
     return specialize(program.graph, types, {})
+
+
+ARGUMENT_HANDLERS[("dask.", "dsl.dask")] = apply  # jit functions called with dask arrays run blockwise

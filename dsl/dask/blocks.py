@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import trace as tracing
+from ..compiler import Executable
 from ..dtypes import DType
 from ..ir import Node
 from ..runtime import single_threaded
@@ -99,7 +100,6 @@ class BlockProgram:
         return Tensor.from_packed(raw.reshape(-1), spec.packed, shape)
 
     def _replay(self, args):
-        from ..jit import Executable
         builder = tracing.Builder(self.name, self.opset)
         sizes = dict(self.extent)
         env = {}

@@ -1,0 +1,103 @@
+"""The compiler layer: a typed graph -> passes (partition into fused kernel groups) -> kernel
+plans -> an Executable the runtime steps through. trace/jit, Program, ONNX import and dsl.dask
+all reach the backend through this module only."""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from .codegen.compile import prepare_backend
+from .errors import InputError, out_of_memory, where
+from .ir import Graph, TensorType
+from .passes.fuse import KernelStep, NodeStep, partition
+from .runtime import KernelRunner, run_node
+from .tensor import Tensor
+
+__all__ = ["Executable", "MATH_MODES", "check_math", "prepare_backend"]
+
+
+MATH_MODES = ("fast", "exact")
+
+
+def check_math(math: str, label: str) -> str:
+    """``math`` if it is a float math mode ("fast": kernels/vmath.py within the README's ulp
+    bounds; "exact": libm calls), else InputError naming ``label``."""
+    if math not in MATH_MODES:
+        raise InputError(f"{label}: math={math!r}; expected one of {list(MATH_MODES)}")
+    return math
+
+
+class Executable:
+    """A graph with concrete shapes, planned into steps, ready to run."""
+
+    def __init__(self, graph: Graph, calls: dict, constants: dict, math: str = "fast"):
+        self.graph = graph
+        self.math = math
+        self.constants = {k: _read_only(v) for k, v in constants.items()}
+        self.steps = partition(graph, calls, constants)
+        self.runners = [KernelRunner(s, math) if isinstance(s, KernelStep) else s for s in self.steps]
+        self.input_names = [v.name for v in graph.inputs]
+        self.output_names = [v.name for v in graph.outputs]
+        self._calls = [runner.run if isinstance(runner, KernelRunner) else partial(run_node, runner)
+                       for runner in self.runners]
+
+    def run(self, feeds: dict) -> list:
+        env = dict(self.constants)
+        env.update(feeds)
+        for index, step in enumerate(self._calls):
+            try:
+                step(env)
+            except MemoryError:
+                raise self._out_of_memory(index) from None
+        outputs = [env[name] for name in self.output_names]
+        return [out.numpy() if type(out) is Tensor else out for out in outputs]
+
+    def explain(self, source: bool = True) -> str:
+        """Fusion groups, view steps and fallbacks; with ``source``, each kernel's generated
+        numba source (as compiled for C-contiguous inputs)."""
+        lines = []
+        for index, step in enumerate(self.steps):
+            if isinstance(step, NodeStep):
+                kind = "view" if step.opdef.view is not None else "numpy"
+                lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
+                             f"{', '.join('%' + v.name for v in step.node.outputs)}")
+                continue
+            group = step.group
+            ops = [n.op_type for n in group.nodes] + [node.op_type for node, _, _ in step.row or []] + \
+                [n.op_type for n in (group.epilogue.nodes if group.epilogue else [])]
+            sinks = [node.outputs[0] for node, _, _ in step.row] if step.row else group.sinks
+            if group.epilogue is not None:
+                sinks = group.epilogue.sinks
+            leaves = ", ".join(f"%{leaf.value.name}" + (f" via {len(leaf.path)} view steps" if leaf.path else "")
+                               for leaf in group.leaves)
+            lines.append(f"step {index}: kernel [{', '.join(ops)}] -> "
+                         f"{', '.join(f'%{v.name}: {v.type}' for v in sinks)}; reads {leaves}")
+            if source:
+                text = self._runner(step).source_for_contiguous()
+                text = text[text.index("@numba.njit(cache=True, nogil=True, error_model"):]
+                lines += ["    " + line for line in text.splitlines()]
+        return "\n".join(lines)
+
+    def _out_of_memory(self, index: int):
+        step = self.steps[index]
+        if isinstance(step, NodeStep):
+            return out_of_memory(where(step.node.op_type, step.node.name), [v.type for v in step.node.outputs])
+        runner = self.runners[index]
+        return out_of_memory(f"jit kernel {index} of {self.graph.name}",
+                             [TensorType(dt, shape) for _, dt, shape in runner.outputs])
+
+    def _runner(self, step):
+        return next(r for r in self.runners if getattr(r, "group", None) is step.group)
+
+    @property
+    def kernel_count(self) -> int:
+        return sum(isinstance(s, KernelStep) for s in self.steps)
+
+
+def _read_only(value):
+    """A read-only view of a constant, so no output aliasing it can change the program."""
+    if isinstance(value, np.ndarray):
+        value = value.view()
+        value.flags.writeable = False
+    return value
