@@ -14,7 +14,8 @@ change a result except where a node says so):
 - ``Binary(op, a, b)`` on two values of one type: add, sub, mul (integers wrap), div (floats:
   IEEE; integers: truncated toward zero, x / 0 = 0, min / -1 = min), max / min (NaN
   propagates), pow (floats: IEEE pow; int64: the power modulo 2**64 for y >= 0, and for y < 0
-  1 / x**|y| truncated; uint64: modulo 2**64), and / or / xor on bool.
+  1 / x**|y| truncated; uint64: modulo 2**64), and / or / xor on bool, floordiv / mod of
+  non-negative integers (index arithmetic).
 - ``Compare(op, a, b)``: eq, ne, lt, le, gt, ge, giving bool.
 - ``Select(cond, a, b)``: a where cond else b.
 - ``Convert(x, dtype)``: a numeric conversion: integers wrap to the target's width, integers to
@@ -38,6 +39,7 @@ from . import types
 UNARY_NUMERIC = ("neg", "abs")
 UNARY_FLOAT = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "expm1", "log1p", "sin", "cos", "softplus")
 BINARY_NUMERIC = ("add", "sub", "mul", "div", "max", "min", "pow")
+BINARY_INTEGER = ("floordiv", "mod")  # of non-negative integers (index arithmetic)
 BINARY_BOOL = ("and", "or", "xor")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 # name -> (argument types, result type); see each backend for the formula
@@ -185,6 +187,8 @@ def binary(op: str, a: Expr, b: Expr) -> Binary:
     _require(a.dtype == b.dtype, f"{op}: operand types differ: {a.dtype} vs {b.dtype}")
     if op in BINARY_BOOL:
         _require(a.dtype == "bool", f"{op}: needs bool, got {a.dtype}")
+    elif op in BINARY_INTEGER:
+        _require(types.is_integer(a.dtype), f"{op}: needs integers, got {a.dtype}")
     else:
         _require(op in BINARY_NUMERIC and a.dtype != "bool", f"binary {op!r} on {a.dtype}")
         _require(op != "pow" or types.is_float(a.dtype) or a.dtype in ("int64", "uint64"),

@@ -15,18 +15,64 @@ from .. import dtypes
 from ..convert import convert as cast_array, to_wide
 from . import types
 from .expr import Binary, Call, Cast, Compare, Const, Convert, Leaf, Select, Unary, Var, postorder
+from .loops import Accum, Alloc, Assign, For, Load, Store
 
 _NP = {name: np.dtype("bool" if name == "bool" else name) for name in types.SCALARS}
 
 
-def evaluate(roots, leaves: dict, variables: dict | None = None) -> list[np.ndarray]:
+def evaluate(roots, leaves: dict, variables: dict | None = None, buffers: dict | None = None) -> list[np.ndarray]:
     """The values of ``roots``: ``leaves[index]`` (arrays of each leaf's element type, or already
-    of its compute domain) and ``variables[name]`` bind the inputs; shapes broadcast."""
+    of its compute domain), ``variables[name]`` and, for Load nodes, ``buffers[name]`` (flat
+    arrays of each buffer's element type) bind the inputs; shapes broadcast."""
     values: dict[int, np.ndarray] = {}
     with np.errstate(all="ignore"):
         for node in postorder(roots):
-            values[id(node)] = _node(node, values, leaves, variables or {})
+            if isinstance(node, Load):
+                values[id(node)] = _load(node, values, buffers or {})
+            else:
+                values[id(node)] = _node(node, values, leaves, variables or {})
     return [values[id(r)] for r in roots]
+
+
+def _load(node: Load, values: dict, buffers: dict) -> np.ndarray:
+    if node.valid is not None and not bool(values[id(node.valid)]):
+        return values[id(node.default)]
+    element = buffers[node.buffer.name][int(values[id(node.index)])]
+    return domain_values(np.asarray(element), node.buffer.elem)
+
+
+def run_kernel(kernel, buffers: dict, params: dict) -> None:
+    """Execute a loop-nest kernel (dsl/kir/loops.py) statement by statement: ``buffers`` maps
+    each in / out buffer name to a flat numpy array of its element type (outputs are written in
+    place), ``params`` each parameter name to its value. Slow: for small test shapes."""
+    env = {name: np.uint64(value) for name, value in params.items()}
+    space = dict(buffers)
+
+    def value(node):
+        return evaluate([node], {}, env, space)[0]
+
+    def run(statements):
+        for statement in statements:
+            if isinstance(statement, For):
+                for i in range(int(value(statement.start)), int(value(statement.stop))):
+                    env[statement.var] = np.uint64(i)
+                    run(statement.body)
+            elif isinstance(statement, Assign):
+                env[statement.name] = value(statement.value)
+            elif isinstance(statement, Accum):
+                env[statement.name] = _binary(statement.op, env[statement.name], value(statement.value))
+            elif isinstance(statement, Store):
+                target = space[statement.buffer.name]
+                target[int(value(statement.index))] = _to_elem(value(statement.value), statement.buffer.elem)
+            elif isinstance(statement, Alloc):
+                space[statement.buffer.name] = np.zeros(int(value(statement.size)), statement.buffer.elem.np_dtype)
+    with np.errstate(all="ignore"):
+        run(kernel.body)
+
+
+def _to_elem(value: np.ndarray, elem) -> np.ndarray:
+    """A compute-domain value (already in ``elem``'s value set) as an element of ``elem``."""
+    return cast_array(np.asarray(value), elem)
 
 
 def domain_values(array: np.ndarray, elem) -> np.ndarray:
@@ -123,6 +169,7 @@ def _binary(op: str, a, b):
 
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+           "floordiv": np.floor_divide, "mod": np.remainder,
            "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
             "ge": np.greater_equal}

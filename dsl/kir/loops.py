@@ -1,0 +1,221 @@
+"""Loop nests of the kernel IR: a kernel is its buffers and integer parameters, and a body of
+statements (loops, assignments, accumulations, stores) over scalar expressions (expr.py) that
+may load from buffers at index expressions.
+
+- ``Buffer(name, elem, role)``: a flat array of element type ``elem`` (an input read through
+  ``Load``, an output written by ``Store``, or a ``temp`` the kernel allocates with ``Alloc``).
+  Packed 4-bit and 2-bit inputs are element-indexed too: a backend unpacks them in its loads.
+- ``Load(buffer, index, valid, default)``: the element at ``index`` (uint64 expression),
+  decoded into its compute domain; where ``valid`` is false, ``default`` (no read happens).
+- Index expressions are uint64 expressions of loop variables and parameters: add, mul,
+  floordiv and mod (by constants for blocked parameters and reshapes), and loaded values
+  converted to uint64 (gathers; the schedule validates them before the kernel runs).
+- ``For(var, start, stop, body)`` loops ``var`` over [start, stop) (uint64); ``Assign`` binds
+  (or rebinds) a named scalar; ``Accum(name, op, value)`` is ``name = op(name, value)`` that a
+  backend may reassociate (vectorized sums: add, max, min); ``Store`` writes an element
+  (``stream``: a non-temporal store, the backend's choice of instruction); ``Alloc`` gives a temp
+  buffer ``size`` elements.
+
+Schedules (dsl/kir/schedules/) build these; renderers (dsl/codegen/loops.py for numba) and the
+interpreter (dsl/kir/interp.py run_kernel) execute them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..dtypes import DType
+from . import expr as kir
+from . import types
+from .expr import Expr, IRError, _require
+
+INDEX = "uint64"
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    name: str
+    elem: DType
+    role: str = "in"  # in | out | temp
+    packed: bool = False  # 4-bit / 2-bit elements two / four to a byte (ONNX raw layout)
+
+
+@dataclass(frozen=True, eq=False)
+class Load(Expr):
+    buffer: Buffer | None = None
+    index: Expr | None = None
+    valid: Expr | None = None
+    default: Expr | None = None
+
+    def children(self) -> tuple:
+        return tuple(c for c in (self.index, self.valid, self.default) if c is not None)
+
+
+@dataclass
+class For:
+    var: str
+    start: Expr
+    stop: Expr
+    body: list = field(default_factory=list)
+
+
+@dataclass
+class Assign:
+    name: str
+    value: Expr
+
+
+@dataclass
+class Accum:
+    name: str
+    op: str  # add | max | min
+    value: Expr
+
+
+@dataclass
+class Store:
+    buffer: Buffer
+    index: Expr
+    value: Expr
+    stream: bool = False
+
+
+@dataclass
+class Alloc:
+    buffer: Buffer
+    size: Expr
+
+
+@dataclass
+class Kernel:
+    """``params``: uint64 scalars the caller passes (sizes, strides, offsets, a thread's
+    [start, stop)), in order after the buffers of role in/out."""
+
+    name: str
+    buffers: list[Buffer]
+    params: list[str]
+    body: list
+
+
+def load(buffer: Buffer, index: Expr, valid: Expr | None = None, default: Expr | None = None) -> Load:
+    dtype = types.domain(buffer.elem)
+    _require(index.dtype == INDEX, f"load {buffer.name}: index is {index.dtype}, not {INDEX}")
+    if valid is not None:
+        _require(valid.dtype == "bool", f"load {buffer.name}: valid is {valid.dtype}, not bool")
+        _require(default is not None and default.dtype == dtype, f"load {buffer.name}: needs a {dtype} default")
+    return Load(dtype, buffer, index, valid, default)
+
+
+def index_var(name: str) -> kir.Var:
+    return kir.var(name, INDEX)
+
+
+def index(value: int) -> kir.Const:
+    return kir.const(value, INDEX)
+
+
+def add(*terms: Expr) -> Expr:
+    """The uint64 sum of index terms (constants 0 dropped)."""
+    live = [t for t in terms if not (isinstance(t, kir.Const) and t.value == 0)]
+    if not live:
+        return index(0)
+    total = live[0]
+    for term in live[1:]:
+        total = kir.binary("add", total, term)
+    return total
+
+
+def mul(a: Expr, b: Expr) -> Expr:
+    for x, y in ((a, b), (b, a)):
+        if isinstance(x, kir.Const) and x.value == 1:
+            return y
+    return kir.binary("mul", a, b)
+
+
+def verify(kernel: Kernel) -> None:
+    """IRError unless names are defined before use, every Load / Store names a buffer of the
+    kernel with the right role, and every expression is well typed."""
+    buffers = {id(b) for b in kernel.buffers}
+    defined = set(kernel.params)
+    for buffer in kernel.buffers:
+        _require(buffer.role in ("in", "out", "temp"), f"buffer {buffer.name}: role {buffer.role!r}")
+
+    def check_expr(node: Expr) -> None:
+        for item in kir.postorder([node]):
+            if isinstance(item, kir.Var):
+                _require(item.name in defined, f"{kernel.name}: {item.name} is used before it is defined")
+            if isinstance(item, Load):
+                _require(id(item.buffer) in buffers and item.buffer.role != "out",
+                         f"{kernel.name}: load from {item.buffer.name}, not an input or temp of the kernel")
+        kir.verify([node])
+
+    def walk(statements: list) -> None:
+        for statement in statements:
+            if isinstance(statement, For):
+                check_expr(statement.start)
+                check_expr(statement.stop)
+                defined.add(statement.var)
+                walk(statement.body)
+            elif isinstance(statement, (Assign, Accum)):
+                check_expr(statement.value)
+                if isinstance(statement, Accum):
+                    _require(statement.name in defined and statement.op in ("add", "max", "min"),
+                             f"{kernel.name}: accumulation into {statement.name} ({statement.op})")
+                defined.add(statement.name)
+            elif isinstance(statement, Store):
+                _require(id(statement.buffer) in buffers and statement.buffer.role in ("out", "temp"),
+                         f"{kernel.name}: store to {statement.buffer.name}, not an output or temp")
+                check_expr(statement.index)
+                check_expr(statement.value)
+                _require(statement.value.dtype == types.domain(statement.buffer.elem),
+                         f"{kernel.name}: store of {statement.value.dtype} into {statement.buffer.name}")
+            elif isinstance(statement, Alloc):
+                _require(statement.buffer.role == "temp", f"{kernel.name}: alloc of {statement.buffer.name}")
+                check_expr(statement.size)
+            else:
+                raise IRError(f"{kernel.name}: unknown statement {statement!r}")
+
+    walk(kernel.body)
+
+
+def format_kernel(kernel: Kernel) -> str:
+    """Readable text of a kernel: one statement a line, expressions as nested calls."""
+    def text(node: Expr) -> str:
+        if isinstance(node, kir.Const):
+            return repr(node.value)
+        if isinstance(node, kir.Var):
+            return node.name
+        if isinstance(node, Load):
+            base = f"{node.buffer.name}[{text(node.index)}]"
+            return base if node.valid is None else f"({base} if {text(node.valid)} else {text(node.default)})"
+        if isinstance(node, kir.Leaf):
+            return f"leaf{node.index}"
+        label = getattr(node, "op", None) or getattr(node, "fn", None) or type(node).__name__.lower()
+        if isinstance(node, kir.Cast):
+            label = f"cast<{node.to.onnx_name}>"
+        elif isinstance(node, kir.Convert):
+            label = f"convert<{node.dtype}>"
+        return f"{label}({', '.join(text(c) for c in node.children())})"
+
+    lines = [f"kernel {kernel.name}({', '.join(f'{b.name}: {b.role} {b.elem.onnx_name}' for b in kernel.buffers)}; "
+             f"{', '.join(kernel.params)})"]
+
+    def walk(statements: list, depth: int) -> None:
+        pad = "  " * depth
+        for s in statements:
+            if isinstance(s, For):
+                lines.append(f"{pad}for {s.var} in [{text(s.start)}, {text(s.stop)}):")
+                walk(s.body, depth + 1)
+            elif isinstance(s, Assign):
+                lines.append(f"{pad}{s.name} = {text(s.value)}")
+            elif isinstance(s, Accum):
+                lines.append(f"{pad}{s.name} = {s.op}!({s.name}, {text(s.value)})")
+            elif isinstance(s, Store):
+                lines.append(f"{pad}{s.buffer.name}[{text(s.index)}] = {text(s.value)}" + ("  # stream" if s.stream else ""))
+            elif isinstance(s, Alloc):
+                lines.append(f"{pad}{s.buffer.name} = alloc({text(s.size)})")
+    walk(kernel.body, 1)
+    return "\n".join(lines)
+
+
+__all__ = ["Accum", "Alloc", "Assign", "Buffer", "For", "INDEX", "Kernel", "Load", "Store", "add", "format_kernel",
+           "index", "index_var", "load", "mul", "verify", "IRError"]
