@@ -10,8 +10,9 @@ import numpy as np
 from .codegen.compile import prepare_backend
 from .errors import InputError, out_of_memory, where
 from .ir import Graph, TensorType
-from .passes.fuse import KernelStep, NodeStep, partition
+from .passes.fuse import KernelStep, NodeStep, ReduceStep, partition
 from .runtime import KernelRunner, run_node
+from .runtime_reduce import ReduceRunner
 from .tensor import Tensor
 
 __all__ = ["Executable", "MATH_MODES", "check_math", "prepare_backend"]
@@ -36,10 +37,10 @@ class Executable:
         self.math = math
         self.constants = {k: _read_only(v) for k, v in constants.items()}
         self.steps = partition(graph, calls, constants)
-        self.runners = [KernelRunner(s, math) if isinstance(s, KernelStep) else s for s in self.steps]
+        self.runners = [_runner(s, math) for s in self.steps]
         self.input_names = [v.name for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
-        self._calls = [runner.run if isinstance(runner, KernelRunner) else partial(run_node, runner)
+        self._calls = [partial(run_node, runner) if isinstance(runner, NodeStep) else runner.run
                        for runner in self.runners]
 
     def run(self, feeds: dict) -> list:
@@ -93,6 +94,15 @@ class Executable:
     @property
     def kernel_count(self) -> int:
         return sum(isinstance(s, KernelStep) for s in self.steps)
+
+
+def _runner(step, math: str):
+    """The runtime object of a planned step (a NodeStep runs as it is)."""
+    if isinstance(step, ReduceStep):
+        return ReduceRunner(step, math)
+    if isinstance(step, KernelStep):
+        return KernelRunner(step, math)
+    return step
 
 
 def _read_only(value):

@@ -3,9 +3,9 @@
 renderers (dsl/codegen for numba) turn it into code. Nothing here knows numba."""
 from . import types
 from .expr import (CALLS, Binary, Call, Cast, Compare, Const, Convert, Expr, IRError, Leaf, Select, Unary, Var,
-                   binary, call, cast, compare, const, convert, format_exprs, leaf, postorder, select, unary, var,
-                   verify)
+                   binary, call, cast, compare, const, convert, format_exprs, leaf, postorder, replace_leaves, select,
+                   unary, var, verify, with_children)
 
 __all__ = ["types", "CALLS", "Binary", "Call", "Cast", "Compare", "Const", "Convert", "Expr", "IRError", "Leaf",
            "Select", "Unary", "Var", "binary", "call", "cast", "compare", "const", "convert", "format_exprs", "leaf",
-           "postorder", "select", "unary", "var", "verify"]
+           "postorder", "replace_leaves", "select", "unary", "var", "verify", "with_children"]

@@ -28,6 +28,7 @@ change a result except where a node says so):
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -252,6 +253,36 @@ def postorder(roots) -> list[Expr]:
         stack.append((node, True))
         stack.extend((child, False) for child in reversed(node.children()) if id(child) not in seen)
     return order
+
+
+_CHILD_FIELDS = {"Unary": ("x",), "Binary": ("a", "b"), "Compare": ("a", "b"), "Select": ("cond", "a", "b"),
+                 "Convert": ("x",), "Cast": ("x",)}
+
+
+def with_children(node: Expr, children: list) -> Expr:
+    """``node`` with its operands replaced (same op and type)."""
+    if isinstance(node, Call):
+        return dataclasses.replace(node, args=tuple(children))
+    fields = _CHILD_FIELDS.get(type(node).__name__)
+    if fields is None:  # (a Load: its present operands in order index, valid, default)
+        names = [n for n in ("index", "valid", "default") if getattr(node, n, None) is not None]
+        return dataclasses.replace(node, **dict(zip(names, children)))
+    return dataclasses.replace(node, **dict(zip(fields, children)))
+
+
+def replace_leaves(root: Expr, replace) -> Expr:
+    """The DAG of ``root`` with every Leaf replaced by ``replace(leaf)`` (shared nodes stay shared)."""
+    memo: dict[int, Expr] = {}
+    for node in postorder([root]):
+        if isinstance(node, Leaf):
+            memo[id(node)] = replace(node)
+        elif not node.children():
+            memo[id(node)] = node
+        else:
+            children = [memo[id(c)] for c in node.children()]
+            same = all(a is b for a, b in zip(children, node.children()))
+            memo[id(node)] = node if same else with_children(node, children)
+    return memo[id(root)]
 
 
 _REBUILD = {Unary: lambda n: unary(n.op, n.x), Binary: lambda n: binary(n.op, n.a, n.b),

@@ -38,8 +38,11 @@ class Row:
         kind: 'sum', 'mean', 'max', 'min' (one value per row) or 'softmax', 'logsoftmax'
             (a full row out).
         fusable: call -> True when this application reduces exactly the last axis of input 0
-            (other axes, empty rows or extra inputs run the numpy reference instead).
+            (the row kernel).
+        axes: call -> the reduced axes when the any-axis schedule can run this application
+            (dsl/kir/reduce_schedule.py), else None (the numpy reference runs).
     """
 
     kind: str
     fusable: Callable = lambda call: True
+    axes: Callable | None = None  # call -> the axes of input 0 reduced (any-axis schedule), or None

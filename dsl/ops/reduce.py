@@ -43,6 +43,15 @@ class ReducePlan:
     identity: bool = False
 
 
+def reduced_axes(call: Call) -> tuple | None:
+    """The axes a reduction or softmax reduces over, for the any-axis schedule (None for the
+    identity and unknown plans)."""
+    plan = call.plan
+    if not isinstance(plan, ReducePlan) or plan.identity or not plan.axes:
+        return None
+    return plan.axes
+
+
 def reduces_last_axis(call: Call) -> bool:
     """Row fusability: exactly the last axis, and it is non-empty (else the reference runs)."""
     plan = call.plan
@@ -157,7 +166,7 @@ for _name, _versions in _REDUCE_TYPES.items():
     _reducer, _kind = _REDUCERS[_name]
     register(OpDef(_name, tuple(_reduce_schema(_name, v, names) for v, names in _versions.items()),
                    _reduce_rule, reference=_reduce_reference(_reducer),
-                   kernel=Row(_kind, fusable=reduces_last_axis),
+                   kernel=Row(_kind, fusable=reduces_last_axis, axes=reduced_axes),
                    doc=f"{_kind.capitalize()} over `axes` (all when empty, unless noop_with_empty_axes)."))
 
 
@@ -195,5 +204,5 @@ register(OpDef(
     "Softmax",
     tuple(Schema(v, (Input("input"),), (Attr("axis", "int", 1 if v < 13 else -1),), dtypes.types(*names))
           for v, names in ((1, F), (11, F), (13, F + BF16))),
-    _softmax_rule, reference=_softmax_reference, kernel=Row("softmax", fusable=reduces_last_axis),
+    _softmax_rule, reference=_softmax_reference, kernel=Row("softmax", fusable=reduces_last_axis, axes=reduced_axes),
     doc="exp(x - max) / sum(exp(x - max)) along `axis` (versions 1, 11: all axes from `axis` on)."))

@@ -38,6 +38,12 @@ class KernelStep:
     row: list | None = None
 
 
+@dataclass
+class ReduceStep(KernelStep):
+    """A reduction (or softmax) over any axes, ``row`` = [(node, call, kind)], with the cone that
+    produces its input fused in: the any-axis schedule (dsl/kir/reduce_schedule.py)."""
+
+
 def _tensor_ok(value: Value | None) -> bool:
     return value is None or isinstance(value.type, TensorType) and kir_types.supported(value.type.dtype)
 
@@ -61,6 +67,22 @@ def _row_kernel(node: Node, call, opdef) -> bool:
         node.inputs[0].type.shape is not None and len(node.inputs[0].type.shape) >= 1
 
 
+def _any_axis_kernel(node: Node, call, opdef) -> bool:
+    """A reduction or softmax the any-axis schedule runs: its Row lowering names the axes, all
+    sizes are static and nothing is empty (else its reference runs). An integer mean of 64-bit
+    values stays on the reference: its int64 sum could wrap."""
+    lowering = opdef.kernel
+    if not isinstance(lowering, Row) or lowering.axes is None or lowering.fusable(call):
+        return False
+    axes = lowering.axes(call)
+    shape = node.inputs[0].type.shape if isinstance(node.inputs[0].type, TensorType) else None
+    if not axes or shape is None or not all(isinstance(d, int) and d > 0 for d in shape):
+        return False
+    if lowering.kind == "mean" and node.inputs[0].type.dtype.onnx_name in ("int64", "uint64"):
+        return False
+    return all(_tensor_ok(v) for v in list(node.inputs[:1]) + list(node.outputs))
+
+
 def partition(graph: Graph, calls: dict, constants: dict) -> list:
     """Steps in execution order for a graph whose types are all concrete."""
     producer = {}
@@ -73,9 +95,12 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     needed = {v.name for v in graph.outputs}
     rows = {id(n) for n in graph.nodes
             if _row_kernel(n, calls[id(n)], registry.get(n.op_type, n.name, n.domain))}
+    any_axis = {id(n) for n in graph.nodes if id(n) not in rows
+                and _any_axis_kernel(n, calls[id(n)], registry.get(n.op_type, n.name, n.domain))}
     for node in graph.nodes:
         if not fusable[id(node)]:
-            needed.update(v.name for v in node.inputs[1 if id(node) in rows else 0:] if v is not None)
+            fused_input = id(node) in rows or id(node) in any_axis
+            needed.update(v.name for v in node.inputs[1 if fused_input else 0:] if v is not None)
     cuts = set(needed)
     cones = _bound_cones(graph, fusable, needed)
     cuts = needed - cuts  # values materialized only to bound kernels: later kernels read them
@@ -92,6 +117,10 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of) | cuts)
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
     for node in graph.nodes:
+        if id(node) in any_axis:
+            kind = producer[node.outputs[0].name][2].kernel.kind
+            steps.append(ReduceStep(builder.build([node.inputs[0]]), [(node, calls[id(node)], kind)]))
+            continue
         if id(node) in rows:
             if id(node) in with_epilogue:
                 continue  # built with its epilogue, below

@@ -1,0 +1,154 @@
+"""Runs any-axis reductions and softmax (a ReduceStep) with the schedule of dsl/kir/reduce_schedule.py.
+
+Per call: the producer cone's inputs seen at the reduction input's shape (their View paths, as
+for elementwise kernels), dims coalesced where every input walks them linearly and they are of
+one class (reduced or kept), the kernel for that class pattern compiled once, and the split
+dim's range divided between threads.
+"""
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from . import runtime
+from .buffers import POOL
+from .codegen.compile import compile_kernel
+from .codegen.loops import kernel_source
+from .kir import types as kir_types
+from .kir.reduce_schedule import ReduceLayout, reduction_kernel
+from .lru import LRU
+from .passes.fuse import ReduceStep
+from .view import View
+
+
+def coalesce(shape: tuple, views: list, reduced: tuple) -> tuple:
+    """(shape, per-view strides, per-view block divisors, reduced flags) with size-1 dims dropped
+    (a reduced one kept when it is the only reduced dim) and adjacent dims merged when they are
+    of one class and every view walks them linearly (blocked dims never merge)."""
+    blocks = [runtime._blocks(v) for v in views]
+    keep = [k for k, d in enumerate(shape) if d != 1]
+    if not any(reduced[k] for k in keep):
+        keep = sorted(set(keep) | {next(k for k in range(len(shape)) if reduced[k])})
+    dims, strides, divisors, classes = [], [[] for _ in views], [[] for _ in views], []
+    for k in keep:
+        mergeable = dims and classes[-1] == reduced[k] and all(
+            st[-1] == v.strides[k] * shape[k] and bl[-1] == 1 and b[k] == 1
+            for st, bl, v, b in zip(strides, divisors, views, blocks))
+        if mergeable:
+            dims[-1] *= shape[k]
+            for st, v in zip(strides, views):
+                st[-1] = v.strides[k]
+        else:
+            dims.append(shape[k])
+            classes.append(reduced[k])
+            for st, bl, v, b in zip(strides, divisors, views, blocks):
+                st.append(v.strides[k])
+                bl.append(b[k])
+    return tuple(dims), [tuple(s) for s in strides], [tuple(b) for b in divisors], tuple(classes)
+
+
+class ReduceRunner:
+    """Runs one ReduceStep; caches launch plans by the inputs' layouts."""
+
+    def __init__(self, step: ReduceStep, math: str = "fast"):
+        self.group, self.row, self.math = step.group, step.row, math
+        node, call, kind = step.row[0]
+        self.kind, self.plan = kind, call.plan
+        self.in_shape = tuple(self.plan.in_shape)
+        self.reduced = tuple(k in self.plan.axes for k in range(len(self.in_shape)))
+        out = node.outputs[0]
+        self.outputs = [(out.name, out.type.dtype, tuple(out.type.shape))]
+        self.plans = LRU("signatures")
+
+    def _layout(self, objs: list) -> tuple:
+        storages, views, cacheable = [], [], True
+        for leaf, obj in zip(self.group.leaves, objs):
+            buffer, view, packed = runtime._storage(obj, leaf.dtype)
+            buffer, view, packed, stayed = runtime._walk(buffer, view, packed, leaf.dtype, leaf.path)
+            cacheable &= stayed
+            storages.append((buffer, packed))
+            views.append(view)
+        return storages, views, cacheable
+
+    def _ir(self, classes: tuple, packed: list, blocks: list, strides: list):
+        inputs = [(leaf.dtype, p) for leaf, p in zip(self.group.leaves, packed)]
+        inner = [st[-1] if st[-1] in (0, 1) else None for st in strides]
+        return reduction_kernel(self.group.outputs[0], inputs, classes, blocks, self.kind, self.outputs[0][1],
+                                self.math, inner)
+
+    def _kernel(self, classes: tuple, packed: list, blocks: list, strides: list) -> tuple:
+        """(the compiled kernel, its parameter names in argument order)."""
+        ir = self._ir(classes, packed, blocks, strides)
+        return compile_kernel(kernel_source(ir, self.math)), ir.params
+
+    def source_for_contiguous(self) -> str:
+        """The kernel source when every input is C-contiguous (for explain)."""
+        views = []
+        for leaf in self.group.leaves:
+            view = View.contiguous(leaf.value.type.shape)
+            for _, transform in leaf.path:
+                view = transform(view) or transform(View.contiguous(view.shape))
+            views.append(view)
+        shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
+        packed = [leaf.dtype.packed for leaf in self.group.leaves]
+        return kernel_source(self._ir(classes, packed, blocks, strides), self.math)
+
+    def _params(self, shape: tuple, strides: list, views: list, classes: tuple) -> dict:
+        values = {f"n{k}": d for k, d in enumerate(shape)}
+        values["count"] = prod(d for d, r in zip(self.in_shape, self.reduced) if r)
+        for i, (view, st) in enumerate(zip(views, strides)):
+            values[f"o{i}"] = view.offset
+            values.update({f"s{i}_{k}": s for k, s in enumerate(st)})
+        written = shape if self.kind == "softmax" else tuple(1 if r else d for d, r in zip(shape, classes))
+        for k in range(len(shape)):
+            values[f"os{k}"] = 0 if (classes[k] and self.kind != "softmax") else prod(written[k + 1:])
+        return values
+
+    def run(self, env: dict) -> None:
+        name, dt, out_shape = self.outputs[0]
+        objs = [env[leaf.value.name] for leaf in self.group.leaves]
+        storages, views, cacheable = self._layout(objs)
+        key = tuple((v.shape, v.strides, v.offset, getattr(v, "blocks", None), p) for v, (_, p) in zip(views, storages))
+        plan = self.plans.get(key)
+        if plan is None:
+            shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
+            kernel, order = self._kernel(classes, [p for _, p in storages], blocks, strides)
+            layout = ReduceLayout(classes)
+            params = self._params(shape, strides, views, classes)
+            plan = (kernel, order, layout, shape, params)
+            if cacheable:
+                self.plans[key] = plan
+        kernel, order, layout, shape, params = plan
+        raw = np.dtype(kir_types.storage(dt))
+        out = POOL.empty(prod(out_shape), raw)
+        buffers = [buffer for buffer, _ in storages]
+        extent = shape[layout.split] if layout.split is not None else 1
+        spans = self._spans(extent, layout)
+
+        def launch(lo, hi):
+            values = {**params, "start": lo, "stop": hi}
+            # (negative strides wrap modulo 2**64: index sums of a valid view stay exact)
+            kernel(*[np.uint64(values[p] % 2 ** 64) for p in order], *buffers, out)
+
+        futures = [runtime._pool().submit(launch, lo, hi) for lo, hi in spans[:-1]]
+        try:
+            launch(*spans[-1])
+        finally:
+            for future in futures:
+                future.result()
+        env[name] = (out if dt.np_dtype == raw else out.view(dt.np_dtype)).reshape(out_shape)
+
+    def _spans(self, extent: int, layout: ReduceLayout) -> list:
+        size = prod(self.in_shape)
+        threads = runtime._THREADS
+        if layout.split is None or extent < 2 or size < runtime.PARALLEL_THRESHOLD or threads < 2 or \
+                getattr(runtime._LOCAL, "serial", False):
+            return [(0, extent)]
+        bounds = np.linspace(0, extent, min(threads, extent) + 1).astype(np.int64)
+        if layout.split != 0:  # (the innermost kept dim: spans on whole cache lines of it)
+            bounds[1:-1] &= ~15
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+__all__ = ["ReduceRunner", "coalesce"]

@@ -1,0 +1,112 @@
+"""Reductions and softmax over any axes in the JIT (the any-axis schedule, dsl/kir/reduce_schedule.py):
+one kernel with the producers fused, on transposed, broadcast and packed inputs, matching numpy
+and the eager engine; random programs by hypothesis."""
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import dsl
+from dsl.passes.fuse import ReduceStep
+
+RNG = np.random.default_rng(11)
+REDUCE = {"sum": (dsl.reduce_sum, np.sum), "mean": (dsl.reduce_mean, np.mean), "max": (dsl.reduce_max, np.max),
+          "min": (None, np.min)}
+
+
+def reduce_min(x, axes, keepdims=True):
+    return -dsl.reduce_max(-x, axes, keepdims=keepdims)
+
+
+REDUCE["min"] = (reduce_min, np.min)
+
+
+@pytest.mark.parametrize("axes", [[0], [1], [0, 2], [1, 2], [0, 1, 2], [-2]])
+@pytest.mark.parametrize("kind", ["sum", "mean", "max"])
+def test_reductions_over_any_axes_are_one_kernel_with_their_producer(axes, kind):
+    x = RNG.standard_normal((6, 7, 8)).astype(np.float32)
+    bias = RNG.standard_normal(8).astype(np.float32)
+    ours, theirs = REDUCE[kind]
+    f = dsl.jit(lambda v, b: ours(v * 0.5 + b, axes, keepdims=False))
+    got = f(x, bias)
+    want = theirs((x * np.float32(0.5) + bias).astype(np.float64), axis=tuple(axes))
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-6)
+    executable = f.executable(x, bias)
+    assert executable.kernel_count == 1 and isinstance(executable.steps[-1], ReduceStep)
+    assert dsl.compare(f, x, bias, rtol=1e-6).ok
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("math", ["fast", "exact"])
+def test_softmax_over_any_axis(axis, math):
+    x = (RNG.standard_normal((5, 6, 7)) * 3).astype(np.float32)
+    f = dsl.jit(lambda v: dsl.softmax(v * 1.5, axis), math=math)
+    e = np.exp((x * np.float32(1.5)).astype(np.float64) - (x * np.float32(1.5)).max(axis, keepdims=True))
+    want = (e / e.sum(axis, keepdims=True)).astype(np.float32)
+    np.testing.assert_allclose(f(x), want, rtol=2e-6 if math == "exact" else 4e-6, atol=1e-9)
+    assert f.executable(x).kernel_count == 1
+
+
+def test_layouts_transposed_broadcast_and_packed_inputs():
+    x = RNG.standard_normal((16, 24)).astype(np.float32)
+    xt = np.ascontiguousarray(x.T).T  # Fortran order
+    f = dsl.jit(lambda v: dsl.reduce_sum(v, [0], keepdims=False))
+    np.testing.assert_allclose(f(xt), x.astype(np.float64).sum(0).astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(f(x[::-1, ::2]), x[::-1, ::2].astype(np.float64).sum(0).astype(np.float32), rtol=1e-6)
+    row = RNG.standard_normal((1, 24)).astype(np.float32)
+    g = dsl.jit(lambda v, r: dsl.reduce_max(v * r, [0]))
+    np.testing.assert_array_equal(g(x, row), (x * row).max(0, keepdims=True))
+    codes = RNG.integers(-8, 8, (16, 24)).astype(ml_dtypes.int4)
+    weights = dsl.Tensor.from_numpy(codes)
+    h = dsl.jit(lambda w, s: dsl.reduce_sum(dsl.dequantize_linear(w, s), [0], keepdims=False))
+    scale = np.float32(0.25)
+    np.testing.assert_array_equal(h(weights, scale), (codes.astype(np.float64) * 0.25).sum(0).astype(np.float32))
+    assert h.executable(weights, scale).kernel_count == 1
+
+
+def test_integer_and_bool_reductions_over_other_axes():
+    x = RNG.integers(-100, 100, (5, 6, 7)).astype(np.int32)
+    f = dsl.jit(lambda v: (dsl.reduce_sum(v, [0, 2]), dsl.reduce_mean(v, [1]), dsl.reduce_max(v, [0])))
+    for got, want in zip(f(x), (x.sum((0, 2), keepdims=True), dsl.reduce_mean(x, [1]), x.max(0, keepdims=True))):
+        np.testing.assert_array_equal(got, want)
+    flags = RNG.random((4, 5)) > 0.7
+    g = dsl.jit(lambda v: dsl.reduce_max(v, [0]))
+    np.testing.assert_array_equal(g(flags), flags.any(0, keepdims=True))
+
+
+FUZZ_EXAMPLES = int(os.environ.get("DSL_FUZZ_EXAMPLES", "40"))
+
+
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=FUZZ_EXAMPLES == 40, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_random_any_axis_programs_match_the_eager_engine(data):
+    """A producer (transposed or not, with a broadcast operand), then a reduction over random
+    axes (or a softmax over a random axis), then an elementwise consumer."""
+    rank = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    x = rng.standard_normal(shape).astype(np.float32)
+    if rank >= 2 and data.draw(st.booleans()):
+        x = np.ascontiguousarray(x.T).T
+    operand = rng.standard_normal(tuple(d if data.draw(st.booleans()) else 1 for d in shape)).astype(np.float32)
+    kind = data.draw(st.sampled_from(["sum", "mean", "max", "min", "softmax"]))
+    keep = data.draw(st.booleans())
+    axes = sorted(data.draw(st.sets(st.integers(0, rank - 1), min_size=1)))
+    axes = [a - rank if data.draw(st.booleans()) else a for a in axes]
+    note(f"{kind} axes={axes} keepdims={keep} x{list(x.shape)} strides {x.strides} operand{list(operand.shape)}")
+
+    def program(v, o):
+        y = v * 0.5 + o
+        if kind == "softmax":
+            return dsl.softmax(y, axes[0]) * 2.0
+        return REDUCE[kind][0](y, axes, keepdims=keep) + 1.0
+
+    f = dsl.jit(program, math="exact")
+    report = dsl.compare(f, x, operand, rtol=2e-6, atol=1e-7)
+    assert report.ok, report
+    fast = dsl.jit(program)
+    np.testing.assert_allclose(fast(x, operand), f(x, operand), rtol=1e-5, atol=1e-6)
