@@ -138,11 +138,13 @@ class Lines:
     """Renders IR nodes as numba statements ``tN = <expr>`` (each node once, operands first);
     constants are inlined, Vars are the names in ``variables`` (else their own)."""
 
-    def __init__(self, helpers: set, start: int = 0, math: str = "exact", variables: dict | None = None):
+    def __init__(self, helpers: set, start: int = 0, math: str = "exact", variables: dict | None = None,
+                 prefix: str = "t"):
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
         self.helpers, self.count, self.math = helpers, start, math
         self.variables = variables or {}
+        self.prefix = prefix
 
     def value(self, node: kir.Expr) -> str:
         """The name (or literal) holding ``node``'s value, emitting what it needs."""
@@ -152,7 +154,7 @@ class Lines:
         return self.names[id(node)]
 
     def _emit(self, text: str) -> str:
-        name = f"t{self.count}"
+        name = f"{self.prefix}{self.count}"
         self.count += 1
         self.lines.append(f"{name} = {text}")
         return name

@@ -41,7 +41,7 @@ class _Renderer:
 
     def expr(self, node, out: list[str], pad: str) -> str:
         """Statements computing ``node`` appended to ``out`` (at ``pad``); returns its text."""
-        lines = _LoopLines(self.helpers, start=self.count, math=self.math)
+        lines = _LoopLines(self.helpers, start=self.count, math=self.math, prefix="e_")  # (apart from params)
         name = lines.value(node)
         self.count = lines.count
         out += [pad + line for line in lines.lines]
