@@ -15,7 +15,8 @@ from .functional import (abs, add, clip, div, equal, erf, exp, greater, greater_
 from .jit import JitFunction, jit
 from .layout import contiguous
 from .lru import set_cache_limits
-from .errors import DslError, DTypeError, InputError, ResourceError, ShapeError, UnsupportedError
+from .errors import (DslError, DTypeError, InputError, ResourceError, ShapeError, UnsupportedAttributeError,
+                     UnsupportedError)
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .ops import LATEST_OPSET
 from .program import Program, from_onnx
@@ -44,6 +45,7 @@ __all__ = [
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
     "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
     "matmul",
-    "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedError",
+    "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
+    "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",
 ]

@@ -8,6 +8,7 @@ import numpy as np
 
 from . import engine
 from .dtypes import of_array
+from .errors import InputError
 from .tensor import Tensor
 
 
@@ -155,7 +156,9 @@ def compare(fn, *args, rtol: float = 1e-5, atol: float = 1e-6) -> CompareReport:
     Example:
         >>> report = dsl.compare(f, mask, scores); assert report.ok, report
     """
-    from .jit import native_args
+    from .jit import JitFunction, native_args
+    if not isinstance(fn, JitFunction):
+        raise InputError(f"dsl.compare: {fn!r:.60} is a {type(fn).__name__}; expected a @dsl.jit function")
     args = native_args(args)
     executable = fn.executable(*args)
     feeds = dict(zip([v.name for v in executable.graph.inputs], args))

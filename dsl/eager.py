@@ -225,8 +225,10 @@ def cast(x, to, *, saturate: bool = True, round_mode: str = "up", opset: int | N
         array([448.], dtype=float32)
     """
     # `to` goes to the Cast rule as given: it resolves the type and names the op on error
-    return call("Cast", x, opset, to=to, saturate=None if saturate is True or saturate == 1 else
-                int(bool(saturate)), round_mode=None if round_mode == "up" else round_mode)
+    if not (isinstance(saturate, (bool, np.bool_)) or _is_int(saturate) and saturate in (0, 1)):
+        raise InputError(f"Cast: saturate={saturate!r}; expected a bool (or 0 / 1)")
+    return call("Cast", x, opset, to=to, saturate=None if saturate else 0,
+                round_mode=None if round_mode == "up" else round_mode)
 
 
 def dequantize_linear(x, scale, zero_point=None, *, axis: int = 1, block_size: int = 0,

@@ -23,6 +23,10 @@ class UnsupportedError(DslError):
     """A valid request this project does not implement (op, opset, feature)."""
 
 
+class UnsupportedAttributeError(UnsupportedError, AttributeError):
+    """An attribute a value does not have (also an AttributeError, so hasattr() keeps working)."""
+
+
 class InputError(DslError):
     """A runtime input (feed, buffer, attribute value) is malformed."""
 

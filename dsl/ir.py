@@ -12,6 +12,7 @@ from .dtypes import DType
 from .errors import DslError, ShapeError
 
 Dim = Union[int, str, None]  # a fixed size, a named symbol, or unknown
+MAX_RANK = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # numpy's NPY_MAXDIMS
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,9 @@ class TensorType:
                 raise ShapeError(f"TensorType: shape {shape!r} must be a sequence of dims (int, "
                                  f"symbol name or None) or None for an unknown rank")
             shape = tuple(_check_dim(d) for d in shape)
+            if len(shape) > MAX_RANK:
+                raise ShapeError(f"TensorType: rank {len(shape)} is more than the {MAX_RANK} dims a numpy array "
+                                 f"can have")
             if all(isinstance(d, int) for d in shape) and math.prod(shape) > 2 ** 63 - 1:
                 raise ShapeError(f"TensorType: shape {list(shape)} has {math.prod(shape)} elements, more than "
                                  f"int64 can count (2**63 - 1)")

@@ -31,6 +31,9 @@ def native_args(args) -> tuple:
 
 
 def _native_arg(arg, index):
+    if isinstance(arg, TensorType):
+        raise InputError(f"jit: argument {index} is a dsl.TensorType; a jit function runs on arrays (f(x)), "
+                         f"types describe inputs to f.lower(...)")
     if isinstance(arg, np.generic):
         arg = np.asarray(arg)
     elif isinstance(arg, np.ndarray) and type(arg) is not np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 from . import dtypes
 from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError
 from .external_data import external_bytes
-from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
+from .ir import MAX_RANK, Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .ops import registry
 from .tensor import Tensor
 
@@ -32,7 +32,7 @@ _FIELD = {"float": "float_data", "complex64": "float_data", "double": "double_da
           "uint64": "uint64_data", "string": "string_data"}
 
 
-_NUMPY_MAX_RANK = 64 if int(np.__version__.split(".")[0]) >= 2 else 32
+_NUMPY_MAX_RANK = MAX_RANK
 
 
 def tensor_from_proto(proto, base_dir: str | None = None, where: str = "dsl.from_onnx") -> np.ndarray:

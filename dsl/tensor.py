@@ -97,6 +97,9 @@ class Tensor:
         """
         if isinstance(array, Tensor):
             return array
+        if isinstance(array, np.ma.MaskedArray):
+            raise InputError("Tensor.from_numpy: the array is a numpy masked array; ONNX tensors have no mask. "
+                             "Pass arr.filled(fill_value)")
         array = np.asarray(array)
         dt = dtypes.of_array(array, "Tensor.from_numpy")
         if array.dtype.kind == "O" and not all(isinstance(v, (str, bytes)) for v in array.flat):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes
-from .errors import DslError, InputError
+from .errors import DslError, InputError, UnsupportedAttributeError, UnsupportedError
 from .ir import Graph, Node, TensorType, Value, type_of_array
 from .ops import registry
 from .passes.infer_shapes import fold
@@ -47,6 +47,43 @@ class Tracer(Value):
     def __repr__(self) -> str:
         return f"Tracer(%{self.name}: {self.type})"
 
+    def _unsupported(self, what: str):
+        raise UnsupportedError(f"jit: {what} on traced tensor %{self.name} is not supported; use the dsl "
+                               f"functions (README: Supported ONNX operators)")
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):  # (Python's protocols probe for these: keep them AttributeErrors)
+            raise AttributeError(name)
+        raise UnsupportedAttributeError(f"jit: traced tensor %{self.name} has no attribute {name!r}; traced "
+                                        f"values have .shape, .ndim and .dtype")
+
+    def __len__(self):
+        self._unsupported("len()")
+
+    def __iter__(self):
+        self._unsupported("iteration")
+
+    def __getitem__(self, key):
+        self._unsupported(f"indexing [{key!r:.40}]")
+
+    def __setitem__(self, key, value):
+        self._unsupported("item assignment (traced tensors are immutable)")
+
+    def __float__(self):
+        self._unsupported("float()")
+
+    def __int__(self):
+        self._unsupported("int()")
+
+    def __index__(self):
+        self._unsupported("use as an index")
+
+    def __complex__(self):
+        self._unsupported("complex()")
+
+    def __contains__(self, item):
+        self._unsupported("'in'")
+
     # Python operators -> ONNX ops
     def __add__(self, other): return binary("Add", self, other)
     def __radd__(self, other): return binary("Add", other, self)
@@ -75,6 +112,21 @@ class Tracer(Value):
 
     def __ne__(self, other):
         return self.builder.add("Not", [binary("Equal", self, other)])[0]
+
+    # operators with no ONNX op here yet: a DslError, not Python's TypeError
+    def __floordiv__(self, other): self._unsupported("//")
+    def __rfloordiv__(self, other): self._unsupported("//")
+    def __mod__(self, other): self._unsupported("% (ONNX Mod)")
+    def __rmod__(self, other): self._unsupported("% (ONNX Mod)")
+    def __divmod__(self, other): self._unsupported("divmod()")
+    def __lshift__(self, other): self._unsupported("<< (ONNX BitShift)")
+    def __rlshift__(self, other): self._unsupported("<< (ONNX BitShift)")
+    def __rshift__(self, other): self._unsupported(">> (ONNX BitShift)")
+    def __rrshift__(self, other): self._unsupported(">> (ONNX BitShift)")
+    def __xor__(self, other): self._unsupported("^ (ONNX Xor)")
+    def __rxor__(self, other): self._unsupported("^ (ONNX Xor)")
+    def __pos__(self): self._unsupported("unary +")
+    def __round__(self, ndigits=None): self._unsupported("round()")
 
 
 class Builder:

@@ -233,9 +233,9 @@ def _wrap(dtype: str, text: str) -> str:
 
 def _unary(op: str, a: str, dtype: str) -> str:
     if op == "neg":
-        return f"(-{a})"
+        return f"np.int64(np.uint64(0) - np.uint64({a}))" if dtype == "int64" else f"(-{a})"
     if op == "abs":
-        return f"abs({a})"
+        return f"({a} if {a} >= 0 else {_unary('neg', a, dtype)})" if dtype == "int64" else f"abs({a})"
     if op == "not":
         return f"(not {a})"
     if op in _LIBM:
@@ -267,6 +267,11 @@ def _binary(op: str, a: str, b: str, dtype: str) -> str:
         positive = f"np.int64({_wrapping_power(a, b)})"
         negative = f"np.int64(1 if {a} == 1 else ((1 - 2 * ({b} & 1)) if {a} == -1 else 0))"
         return f"({positive} if {b} >= 0 else {negative})"
+    if dtype == "int64" and op in ("add", "sub", "mul"):
+        # numba marks signed arithmetic no-signed-wrap, so LLVM may fold a wrapping int64 sum
+        # as if it never wrapped ((a + b) > c became true where the sum wraps): unsigned
+        # arithmetic has the same bits and no such promise
+        return f"np.int64(np.uint64({a}) {_SYMBOL[op]} np.uint64({b}))"
     return f"({a} {_SYMBOL[op]} {b})"
 
 

@@ -320,7 +320,10 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
     steps, stores = [], []
     for j, (kind, out_dtype) in enumerate(zip(kinds, out_dtypes)):
         acc, init = f"acc{j}", _ROW_INIT[kind]
-        acc_domain = value_domain if kind in ("max", "min") else "float64" if is_float else "int64"
+        # integer sums in uint64: the same bits as int64, without numba's no-signed-wrap promise
+        # (a wrapping int64 sum is defined); an integer mean needs the signed total (32-bit rows)
+        acc_domain = value_domain if kind in ("max", "min") else "float64" if is_float else \
+            "int64" if kind == "mean" else "uint64"
         body.append(f"{ind}{acc} = np.{acc_domain}({init})" if init in ("0",) or is_float
                     else f"{ind}{acc} = {_int_extreme(value_domain, kind)}")
         steps.append(_accumulate(kind, acc, f"np.{acc_domain}({value})", is_float))

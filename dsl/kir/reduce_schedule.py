@@ -132,9 +132,13 @@ def _init(kind: str, dtype: str) -> kir.Const:
 
 
 def _acc_dtype(kind: str, value_dtype: str) -> str:
+    """Floats sum in float64; integer sums in uint64 (int64's bits, without numba's promise that
+    signed sums never wrap); an integer mean (32-bit values) needs the signed total."""
     if kind in ("max", "min"):
         return value_dtype
-    return "float64" if types.is_float(value_dtype) else "int64"
+    if types.is_float(value_dtype):
+        return "float64"
+    return "int64" if kind == "mean" else "uint64"
 
 
 def _bool_combine(kind: str, acc, value):

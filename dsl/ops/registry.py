@@ -133,7 +133,13 @@ class OpDef:
         """Check arity and element types against ``schema``, then run the rule; an output too
         large for any array is a ShapeError here, before anything is allocated."""
         _check_inputs(schema, call)
-        out_types = self.rule(call)
+        try:
+            out_types = self.rule(call)
+        except ShapeError as exc:  # an impossible output type: name the op that made it
+            text = str(exc)
+            if not text.startswith("TensorType: "):
+                raise
+            call.fail(f"output {text[len('TensorType: '):]}")
         for index, value_type in enumerate(out_types):
             size = value_type.nbytes if isinstance(value_type, TensorType) else None
             if size is not None and size > MAX_ARRAY_BYTES:
