@@ -184,10 +184,26 @@ def test_fifos_planted_in_the_cache_never_block(tmp_path):
         os.mkfifo(path)
         planted.append(path)
     assert len(planted) >= 3
+    (kernels / "__pycache__").mkdir(exist_ok=True)  # where Python's import would read bytecode
+    for source in kernels.glob("k_*.py"):
+        fifo = kernels / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+        if not fifo.exists():
+            os.mkfifo(fifo)
     again = last_json(run_script(CACHE_USE, {"DSL_CACHE_DIR": str(kernels), "NUMBA_CACHE_DIR": str(tmp_path / "nb")},
                                  timeout=120))
     assert again["ok"]
     assert all(stat.S_ISREG(os.lstat(p).st_mode) for p in planted if p.exists())
+
+
+def test_a_cache_created_under_umask_0_is_private_and_reused(tmp_path):
+    env = {"DSL_CACHE_DIR": str(tmp_path / "a" / "b" / "kernels"), "NUMBA_CACHE_DIR": str(tmp_path / "nb")}
+    script = "import os; os.umask(0)\n" + CACHE_USE
+    first = last_json(run_script(script, env))
+    assert first["ok"] and first["warnings"] == []
+    for folder in (tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "kernels"):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
+    second = last_json(run_script(script, env))
+    assert second["ok"] and second["warnings"] == [] and second["dir"] == env["DSL_CACHE_DIR"]
 
 
 # ---- memory ------------------------------------------------------------------------------------

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import os
 import stat
 import sys
 import tempfile
 import threading
+import types
 import warnings
 from pathlib import Path
 
@@ -109,7 +109,7 @@ def _write_once(path: Path, source: str) -> None:
     keeps its mtime, which numba's cache index checks)."""
     if _regular_text(path) == source:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:
@@ -122,11 +122,30 @@ def _write_once(path: Path, source: str) -> None:
 
 
 def _import(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    """The module of the generated file ``path``, compiled from its text here: Python's own import
+    would read (and write) a bytecode file under __pycache__, and a FIFO planted there blocked
+    it. numba's cache keys on the file, which stays the code's file name."""
+    source = _regular_text(path)
+    if source is None:
+        raise OSError(f"generated kernel {path} is not a readable regular file")
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102 (our generated kernel)
     return module
+
+
+def _make_private_dirs(folder: Path) -> None:
+    """Create ``folder`` and its missing parents readable and writable by this user only (mode
+    0o700, whatever the umask: a cache others may write is refused, see _unusable)."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            path.mkdir(mode=0o700)
+        os.chmod(path, 0o700)
 
 
 def _tolerate_damaged_cache(function) -> None:
