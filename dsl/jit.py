@@ -78,7 +78,8 @@ class JitFunction:
         self.__doc__ = getattr(fn, "__doc__", None)
         self.params = Parameters(fn, self.__name__)
         self._cache = LRU("signatures")
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _locks
+        self._locks: dict = {}  # signature -> the lock of its trace in progress
         _LIVE.add(self)
         prepare_backend()
 
@@ -128,12 +129,16 @@ class JitFunction:
         found = self._cache.get(key)
         if found is None:
             self._refuse_recursion()
-            with self._lock:
+            with self._lock:  # one lock per signature: a trace that starts another (another thread
+                lock = self._locks.setdefault(key, threading.Lock())  # calling f) does not wait on itself
+            with lock:
                 found = self._cache.get(key)
                 if found is None:
                     builder = self._trace([tracing.input_type(a, i) for i, a in enumerate(args)], names)
                     found = Executable(builder.graph, builder.calls, builder.constants, self.math)
                     self._cache[key] = found
+            with self._lock:
+                self._locks.pop(key, None)
         return found
 
     def __call__(self, *args, **kwargs):
@@ -306,6 +311,7 @@ def _renew_locks_in_child() -> None:
     """A lock another thread held when the process forked stays held in the child forever."""
     for function in list(_LIVE):
         function._lock = threading.Lock()
+        function._locks = {}
 
 
 if hasattr(os, "register_at_fork"):

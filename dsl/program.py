@@ -45,6 +45,13 @@ class Program:
         infer_shapes.run(graph)
         self.graph = graph
 
+    def __getstate__(self) -> dict:
+        """Pickles as its graph (dask ships Programs); compiled executables are per process."""
+        return {"graph": self.graph}
+
+    def __setstate__(self, state: dict) -> None:
+        self.graph = state["graph"]
+
     @property
     def input_types(self) -> NamedTypes:
         return NamedTypes(self.graph.inputs)

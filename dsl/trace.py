@@ -137,6 +137,7 @@ class Builder:
         self.constants: dict[str, np.ndarray] = dict()  # initializers and folded values
         self.calls: dict[int, object] = {}  # id(node) -> its planned Call
         self._names: set[str] = set()
+        self.finished = False  # set when the traced function returned: its values are frozen
 
     def fresh(self, stem: str) -> str:
         index = len(self._names)
@@ -175,6 +176,9 @@ class Builder:
             if isinstance(value, Tracer) and value.builder is not self:
                 raise DslError(f"{op_type}: input %{value.name} belongs to another traced function "
                                f"(a traced value escaped its @dsl.jit function); pass it as an argument")
+        if self.finished:
+            raise DslError(f"{op_type}: a traced value of {self.graph.name} was used after its trace ended (it "
+                           f"escaped its @dsl.jit function, e.g. stored outside it); pass arrays instead")
         opdef = registry.get(op_type)
         schema = opdef.schema(self.graph.opset)
         types = [None if v is None else v.type for v in inputs]
@@ -209,10 +213,19 @@ def trace_into(builder: Builder, fn, arg_types: list, names=None, call=None) -> 
     """Trace ``fn`` on symbolic inputs of ``arg_types`` (graph inputs ``names``, default
     arg0, arg1, ...) into ``builder``; ``call(fn, tracers)`` applies it (default: positionally).
     Returns the builder's Graph."""
-    name = builder.graph.name
     names = names or [f"arg{i}" for i in range(len(arg_types))]
     tracers = [builder.input(p, t) for p, t in zip(names, arg_types)]
-    result = call(fn, tracers) if call is not None else fn(*tracers)
+    try:
+        result = call(fn, tracers) if call is not None else fn(*tracers)
+        outputs = _outputs(builder, result)
+    finally:
+        builder.finished = True
+    builder.graph.outputs = outputs
+    return builder.graph
+
+
+def _outputs(builder: Builder, result) -> list:
+    name = builder.graph.name
     outputs = list(result) if isinstance(result, (tuple, list)) else [result]
     for index, out in enumerate(outputs):
         if not isinstance(out, Tracer):
@@ -220,8 +233,7 @@ def trace_into(builder: Builder, fn, arg_types: list, names=None, call=None) -> 
                            f"tensors computed from its inputs")
         if out.builder is not builder:
             raise DslError(f"jit: output {index} of {name} belongs to another traced function")
-    builder.graph.outputs = distinct_outputs(builder, outputs)
-    return builder.graph
+    return distinct_outputs(builder, outputs)
 
 
 def distinct_outputs(builder: Builder, outputs: list) -> list:
@@ -246,6 +258,8 @@ def input_type(arg, index: int) -> TensorType:
     if isinstance(arg, Tensor):
         return TensorType(arg.dtype, arg.shape)
     if isinstance(arg, np.ndarray):
+        if arg.dtype.kind == "O":  # ONNX object tensors hold strings only
+            as_array(arg, "jit", f"argument {index}")
         return TensorType(dtypes.of_array(arg, f"jit: argument {index}"), arg.shape)
     raise InputError(f"jit: argument {index} is a {type(arg).__name__}; expected a numpy array, "
                      f"dsl.Tensor or dsl.TensorType")

@@ -53,6 +53,8 @@ def _jit_recursive(a):
 
 
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
+_ESCAPED: list = []  # a traced value kept after its trace ended
+dsl.jit(lambda a: (_ESCAPED.append(a), a + 1.0)[1]).lower(X)
 ONES = np.ones((1, 1), np.float32)
 HUGE = 2 ** 31
 
@@ -183,6 +185,10 @@ BAD = [
      dsl.UnsupportedAttributeError, r"jit: traced tensor %a has no attribute 'T'"),
     ("jit-called-with-a-type", Call(_jit_add, dsl.TensorType(dsl.float32, (2, 3)), X),
      dsl.InputError, r"jit: argument 0 is a dsl\.TensorType; a jit function runs on arrays"),
+    ("jit-escaped-tracer", Call(lambda: dsl.add(_ESCAPED[0], X)),
+     dsl.DslError, r"Add: a traced value of <lambda> was used after its trace ended"),
+    ("jit-object-array", Call(_jit_unsqueeze, np.array([1, None], dtype=object)),
+     dsl.DTypeError, r"jit: argument 0 is an object array holding non-strings"),
 ]
 
 

@@ -125,6 +125,62 @@ def test_forked_children_run_kernels_after_the_pool_ran_and_while_another_thread
     assert last_json(run_script(FORK, cold_env(tmp_path), timeout=300)) == [True, True]
 
 
+FORK_SIGINT = """
+import json, random, signal, threading, time, multiprocessing as mp
+import numpy as np, dsl
+random.seed(SEED)
+
+def long_compile(rounds):  # cold compiles of long chains: numba's compiler lock held for seconds
+    for r in range(rounds):
+        def chain(a, r=r):
+            y = a
+            for k in range(120):
+                y = y * (1.0 + k * 1e-6 + r) + 0.5 if k % 2 else dsl.tanh(y) - (0.25 + k * 1e-5)
+            return y
+        dsl.jit(chain)(np.ones(4, np.float32))
+
+def child(queue):  # compiles too: needs the compiler lock and the kernel modules' import locks
+    queue.put(dsl.jit(lambda a: a * 4.0 - 2.0)(np.ones(3, np.float32)).tolist())
+
+worker = threading.Thread(target=long_compile, args=(3,))
+worker.start()
+main = threading.main_thread().ident
+ctx = mp.get_context("fork")
+outcomes = []
+for trial in range(3):
+    time.sleep(random.uniform(0.0, 0.4))
+    timer = threading.Timer(random.uniform(0.0, 0.6), lambda: signal.pthread_kill(main, signal.SIGINT))
+    timer.start()
+    interrupted, proc, queue = False, None, ctx.Queue()
+    try:
+        proc = ctx.Process(target=child, args=(queue,))
+        proc.start()  # the fork waits for the compiler lock; the SIGINT may land right then
+        time.sleep(1.0)
+    except KeyboardInterrupt:
+        interrupted = True
+    timer.join()
+    ok = None
+    if proc is not None and proc.pid is not None:
+        proc.join(120)
+        ok = proc.exitcode == 0 and queue.get(timeout=10) == [2.0, 2.0, 2.0]
+        if proc.is_alive():
+            proc.kill()
+    outcomes.append([interrupted, ok])
+worker.join()
+print(json.dumps(outcomes))
+"""
+
+
+@pytest.mark.parametrize("seed", [1])
+def test_sigint_while_a_fork_waits_for_the_compiler_reaches_the_parent_and_the_child_runs(tmp_path, seed):
+    """Before: the KeyboardInterrupt was raised inside os.fork's hook, printed and dropped, and the
+    fork went on without the compiler lock; a child forked while a thread first imported a
+    kernel module waited forever on that module's import lock."""
+    outcomes = last_json(run_script(FORK_SIGINT.replace("SEED", str(seed)), cold_env(tmp_path), timeout=400))
+    assert all(interrupted for interrupted, _ in outcomes), outcomes  # every SIGINT reached the caller
+    assert all(ok in (True, None) for _, ok in outcomes) and any(ok for _, ok in outcomes), outcomes
+
+
 # ---- cache directories -------------------------------------------------------------------------
 CACHE_USE = """
 import json, warnings, numpy as np, dsl

@@ -11,9 +11,11 @@ so a FIFO planted in the cache cannot block a compile.
 """
 from __future__ import annotations
 
+import _thread
 import contextlib
 import hashlib
 import os
+import signal
 import stat
 import sys
 import tempfile
@@ -21,6 +23,14 @@ import threading
 import types
 import warnings
 from pathlib import Path
+
+# Every module a generated kernel imports (fused.PREAMBLE) is imported with dsl, not first by a
+# kernel load on some thread: an import in progress holds that module's import lock, and a
+# process forked meanwhile would wait on it forever (CPython does not reset module locks).
+import kernels.bits  # noqa: F401
+import kernels.floats  # noqa: F401
+import kernels.packed  # noqa: F401
+import kernels.vmath  # noqa: F401
 
 from .. import interrupts
 from ..lru import LRU
@@ -188,16 +198,42 @@ def prepare_backend() -> None:
             _BACKEND_READY.append(True)
 
 
+_FORK_MASK: list = []  # the signal mask to restore after a fork (SIGINT blocked around it)
+
+
 def _hold_compiler_for_fork() -> None:
     """Fork only between compiles: a child forked while another thread held numba's compiler
-    lock (or was inside LLVM) would wait for that lock forever."""
+    lock (or was inside LLVM) would wait for that lock forever. SIGINT is blocked while this
+    waits: a KeyboardInterrupt raised here would be swallowed by os.fork and the fork would go
+    on without the lock; blocked, it stays pending and reaches the parent after the fork."""
+    try:
+        _FORK_MASK.append(signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+    except (AttributeError, OSError, ValueError):  # (no pthread_sigmask on this platform)
+        _FORK_MASK.append(None)
     from numba.core.compiler_lock import global_compiler_lock
     global_compiler_lock._lock.acquire()
+
+
+def _restore_signal_mask(parent: bool) -> None:
+    """Undo _hold_compiler_for_fork's SIGINT block. In the parent a SIGINT that arrived meanwhile
+    is taken off first and sent again from a short-lived thread: unblocked here it would raise
+    inside this hook, where os.fork prints and drops the KeyboardInterrupt."""
+    mask = _FORK_MASK.pop() if _FORK_MASK else None
+    if mask is None:
+        return
+    pending = parent and signal.SIGINT not in mask and signal.SIGINT in signal.sigpending()
+    if pending:
+        signal.sigtimedwait({signal.SIGINT}, 0)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    if pending:
+        # (a bare thread: Thread.start() would wait for it to run, and that wait would take the signal)
+        _thread.start_new_thread(signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
 
 
 def _release_compiler_after_fork() -> None:
     from numba.core.compiler_lock import global_compiler_lock
     global_compiler_lock._lock.release()
+    _restore_signal_mask(parent=True)
 
 
 def _renew_locks_in_child() -> None:
@@ -205,6 +241,7 @@ def _renew_locks_in_child() -> None:
     global_compiler_lock._lock._at_fork_reinit()
     for index in range(len(_KEY_LOCKS)):
         _KEY_LOCKS[index] = threading.Lock()
+    _restore_signal_mask(parent=False)  # (a child starts with no pending signal)
 
 
 if hasattr(os, "register_at_fork"):

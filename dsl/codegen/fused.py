@@ -254,6 +254,8 @@ def _unary(op: str, a: str, dtype: str) -> str:
 def _binary(op: str, a: str, b: str, dtype: str) -> str:
     if op in ("max", "min"):
         return f"np.{op}imum({a}, {b})"
+    if op in ("maximum", "minimum"):  # IEEE 754-2019 (llvm.maximum / minimum; integers: plain)
+        return f"_bits.{op}_step({a}, {b})" if types.is_float(dtype) else f"_bits.{op[:3]}_step({a}, {b})"
     if op == "div":
         if types.is_float(dtype):
             return f"({a} / {b})"

@@ -12,8 +12,9 @@ change a result except where a node says so):
   the backend's math mode allows (exact: as float64 libm rounded, or the float32 libm call;
   fast: within the documented ulp bound of kernels/vmath.py).
 - ``Binary(op, a, b)`` on two values of one type: add, sub, mul (integers wrap), div (floats:
-  IEEE; integers: truncated toward zero, x / 0 = 0, min / -1 = min), max / min (NaN
-  propagates), pow (floats: IEEE pow; int64: the power modulo 2**64 for y >= 0, and for y < 0
+  IEEE; integers: truncated toward zero, x / 0 = 0, min / -1 = min), max / min (numpy's: NaN
+  propagates, of equal values the first), maximum / minimum (IEEE 754-2019: NaN propagates,
+  -0 < +0; reductions use these, they vectorize), pow (floats: IEEE pow; int64: the power modulo 2**64 for y >= 0, and for y < 0
   1 / x**|y| truncated; uint64: modulo 2**64), and / or / xor on bool, floordiv / mod of
   non-negative integers (index arithmetic).
 - ``Compare(op, a, b)``: eq, ne, lt, le, gt, ge, giving bool.
@@ -39,7 +40,7 @@ from . import types
 
 UNARY_NUMERIC = ("neg", "abs")
 UNARY_FLOAT = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "expm1", "log1p", "sin", "cos", "softplus")
-BINARY_NUMERIC = ("add", "sub", "mul", "div", "max", "min", "pow")
+BINARY_NUMERIC = ("add", "sub", "mul", "div", "max", "min", "maximum", "minimum", "pow")
 BINARY_INTEGER = ("floordiv", "mod")  # of non-negative integers (index arithmetic)
 BINARY_BOOL = ("and", "or", "xor")
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")

@@ -160,7 +160,20 @@ def int_pow(x, y):
     return np.where(y >= 0, result.astype(np.int64), negative)
 
 
+def ieee_maximum(a, b, take_max: bool = True):
+    """IEEE 754-2019 maximum / minimum: NaN if either is NaN, and -0 < +0."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    result = np.maximum(a, b) if take_max else np.minimum(a, b)
+    if a.dtype.kind == "f":
+        zeros = (a == 0) & (b == 0)
+        signed = np.signbit(a) & np.signbit(b) if take_max else np.signbit(a) | np.signbit(b)
+        result = np.where(zeros, np.where(signed, -0.0, 0.0).astype(a.dtype), result)
+    return result
+
+
 def _binary(op: str, a, b):
+    if op in ("maximum", "minimum"):
+        return ieee_maximum(a, b, op == "maximum")
     if op == "div":
         return np.divide(a, b) if a.dtype.kind == "f" else _int_div(a, b)
     if op == "pow":

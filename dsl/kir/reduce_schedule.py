@@ -117,7 +117,8 @@ def _nest(dims: list[int], layout: ReduceLayout, body: list) -> list:
 
 
 def _combine(kind: str, acc: kir.Expr, value: kir.Expr) -> kir.Expr:
-    return kir.binary({"sum": "add", "mean": "add", "max": "max", "min": "min"}[kind], acc, value)
+    # max / min: IEEE 754-2019 (-0 < +0, NaN propagates), as the row kernels and the references
+    return kir.binary({"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}[kind], acc, value)
 
 
 def _init(kind: str, dtype: str) -> kir.Const:

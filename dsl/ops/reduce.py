@@ -5,7 +5,8 @@ the total (or mean) is rounded to the compute domain (float32 for float16/bfloat
 float64 for double) and then to T; integer sums wrap in T; an integer mean is the exact mean
 truncated toward zero (it always fits in T, so nothing wraps; an empty set gives 0). Max
 propagates NaN. Over an empty set: Sum gives 0, Max -inf (the type's minimum for integers,
-False for bool), Mean NaN for floats ("undefined" in the spec).
+False for bool), Mean NaN for floats ("undefined" in the spec). Float max is IEEE 754-2019's
+maximum: -0 < +0 (the spec does not say; numpy keeps the first of equal values).
 """
 from __future__ import annotations
 
@@ -130,7 +131,11 @@ def _max(x: np.ndarray, plan: ReducePlan, dt) -> np.ndarray:
         return np.asarray(np.logical_or.reduce(x, axis=plan.axes, keepdims=plan.keepdims, initial=False))
     wide = domain_array(x)
     lowest = -np.inf if wide.dtype.kind == "f" else np.iinfo(wide.dtype).min
-    return finish(np.maximum.reduce(wide, axis=plan.axes, keepdims=plan.keepdims, initial=lowest), dt)
+    result = np.maximum.reduce(wide, axis=plan.axes, keepdims=plan.keepdims, initial=lowest)
+    if wide.dtype.kind == "f":  # IEEE 754-2019 maximum: -0 < +0 (numpy keeps the first of equals)
+        positive_zero = np.any((wide == 0) & ~np.signbit(wide), axis=plan.axes, keepdims=plan.keepdims)
+        result = np.where((result == 0) & positive_zero, wide.dtype.type(0), result)
+    return finish(result, dt)
 
 
 def _reduce_reference(reducer):

@@ -110,3 +110,16 @@ def test_random_any_axis_programs_match_the_eager_engine(data):
     assert report.ok, report
     fast = dsl.jit(program)
     np.testing.assert_allclose(fast(x, operand), f(x, operand), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("axes", [[-1], [0], [0, 1]])
+def test_reduce_max_orders_negative_zero_below_positive_zero_in_both_engines(axes):
+    # IEEE 754-2019 maximum: -0 < +0 and NaN propagates; jit (row and any-axis kernels) and eager agree bit for bit
+    a = np.array([[-0.0, 0.0, -0.0], [-0.0, -0.0, -0.0], [0.0, np.nan, -0.0]], np.float32)
+    f = lambda x: dsl.reduce_max(x, axes)  # noqa: E731
+    got, want = dsl.jit(f)(a), f(a)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    lowest = -dsl.reduce_max(-a, axes)
+    if axes == [-1]:
+        assert want.ravel().view(np.uint32)[:2].tolist() == [0, 0x80000000] and np.isnan(want.ravel()[2])
+        assert np.signbit(lowest.ravel()[:2]).tolist() == [True, True]

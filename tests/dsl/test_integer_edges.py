@@ -103,3 +103,23 @@ def test_random_integer_programs_match_python_ints_and_the_eager_engine(data):
         assert jitted(x, *operands).tolist() == want
         report = dsl.compare(jitted, x, *operands, rtol=0, atol=0)
     assert report.ok, report
+
+
+INT64_EDGES = np.array([2**63 - 1, 2**62, -2**63, 5, -1, 0], np.int64)
+
+
+@pytest.mark.parametrize("name, fn, py", [
+    ("(x + 1) > x", lambda a: dsl.greater(dsl.add(a, 1), a), lambda v: wrap(v + 1, np.int64) > v),
+    ("(x * 2) / 2", lambda a: dsl.div(dsl.mul(a, 2), 2), lambda v: c_div(wrap(v * 2, np.int64), 2, np.int64)),
+    ("(x + 2**62) / 3", lambda a: dsl.div(dsl.add(a, 2**62), 3),
+     lambda v: c_div(wrap(v + 2**62, np.int64), 3, np.int64)),
+    ("(x - 5) / 5", lambda a: dsl.div(dsl.sub(a, 5), 5), lambda v: c_div(wrap(v - 5, np.int64), 5, np.int64)),
+    ("(x * 3) / 7", lambda a: dsl.div(dsl.mul(a, 3), 7), lambda v: c_div(wrap(v * 3, np.int64), 7, np.int64)),
+])
+def test_int64_wrapping_with_constants_is_not_folded_as_if_it_could_not_wrap(name, fn, py):
+    # LLVM treated numba's signed int64 adds / muls as never wrapping and folded (x + 1) > x to
+    # true and (x * 2) / 2 to x; the JIT now wraps like the eager engine and two's complement
+    want = [py(int(v)) for v in INT64_EDGES]
+    with np.errstate(all="ignore"):
+        assert dsl.jit(fn)(INT64_EDGES).tolist() == want, name
+        assert fn(INT64_EDGES).tolist() == want, name

@@ -154,3 +154,25 @@ def test_lower_takes_numpy_scalars_like_calls_do():
     prog = f.lower(X, three)
     assert str(prog.input_types[1]) == "float[]"
     np.testing.assert_array_equal(prog.run([X, np.array(3, np.float32)])[0], X * 3)
+
+
+def test_a_trace_that_waits_on_a_thread_calling_the_same_function_on_another_signature_finishes():
+    # the lock is per signature: the worker's (4,) trace does not wait on the (2, 3) one in progress
+    inner = {}
+
+    @dsl.jit
+    def f(a):
+        if a.shape == (2, 3):
+            worker = threading.Thread(target=lambda: inner.setdefault("out", f(np.ones(4, np.float32))))
+            worker.start()
+            worker.join(60)
+        return a + 1.0
+
+    outcome = run_with_deadline(lambda: f(np.ones((2, 3), np.float32)))
+    np.testing.assert_array_equal(outcome["value"], np.full((2, 3), 2, np.float32))
+    np.testing.assert_array_equal(inner["out"], np.full(4, 2, np.float32))
+
+
+def test_object_arrays_are_refused_by_jit_calls():
+    with pytest.raises(dsl.DslError, match="argument 0 is an object array holding non-strings"):
+        dsl.jit(lambda a: a)(np.array([1, None], dtype=object))

@@ -194,3 +194,15 @@ def test_program_checks_the_graph_when_built():
     with pytest.raises(dsl.ShapeError, match=r"Unsqueeze \(node 'u'\): axis 5 out of range"):
         make_program([("Unsqueeze", ["x", "axes"], ["y"], {}, "u")], [("x", dsl.TensorType("float", (2,)))],
                      ["y"], {"axes": np.array([5], np.int64)})
+
+
+def test_a_program_pickles_before_and_after_it_ran():
+    import pickle
+    prog = dsl.jit(lambda x: dsl.relu(x - 2.0) * 3.0).lower(X)
+    before = pickle.loads(pickle.dumps(prog))
+    want = np.maximum(X - 2, 0) * 3
+    np.testing.assert_array_equal(prog.run({"x": X})[0], want)  # now holds compiled executables
+    after = pickle.loads(pickle.dumps(prog))
+    for clone in (before, after):
+        np.testing.assert_array_equal(clone.run({"x": X})[0], want)
+        np.testing.assert_array_equal(clone.run({"x": X}, engine="numpy")[0], want)

@@ -247,3 +247,15 @@ def test_bad_arguments_are_dsl_errors_and_numpy_scalars_are_0d_arrays():
         f(3.0)
     with pytest.raises(dsl.InputError, match=r"argument 0 is a list"):
         f([1.0])
+
+
+def test_a_traced_value_used_after_its_trace_ended_raises():
+    # an escaped tracer used eagerly, or passed to another jit function, once its trace is over
+    box = []
+    dsl.jit(lambda a: (box.append(a), a + 1.0)[1])(X)
+    with pytest.raises(dsl.DslError, match=r"^Add: a traced value of <lambda> was used after its trace ended"):
+        dsl.add(box[0], X)
+    with pytest.raises(dsl.DslError, match=r"used after its trace ended"):
+        dsl.jit(lambda a: a * 2.0)(box[0])
+    with pytest.raises(dsl.DslError, match=r"used after its trace ended"):
+        box[0] - 1.0
