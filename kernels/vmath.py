@@ -5,45 +5,53 @@ below) against the float64 libm function rounded to float32: max ulp on abs(x) <
 all inputs ("_f32" left off, a = abs(x)); specials: NaN / +-Inf / +-0 inputs bit for bit as numpy
 float32 gives them, NaN results quiet.
 
-| function | method                                                    | ulp in 2**16 | ulp, all      | specials |
-|----------|-----------------------------------------------------------|--------------|---------------|----------|
-| exp      | Cody-Waite k ln2 + r, degree-6 minimax, 2**k in 2 factors | 1            | 1             | exact    |
-| expm1    | exp's, 2 (2**(k-1) expm1(r) + 2**(k-1) - 1/2)             | 1            | 1             | exact    |
-| log      | m in [sqrt(1/2), sqrt(2)), degree-10 log1p, e ln2 split   | 1            | 1             | exact    |
-| log1p    | u = 1 + x, its exact error c: log(u) + c / u              | 1            | 1             | exact    |
-| tanh     | odd degree 13 below 0.625, else 1 - 2 / (e**2a + 1)       | 1            | 1             | exact    |
-| sigmoid  | E = e**-a as hi + lo, 1 / (1 + E) Newton-refined          | 1            | 1             | exact    |
-| erf      | odd polynomial below 1, else 1 - e**-x**2 g(a)            | 1            | 1             | exact    |
-| sin, cos | 3-part Cody-Waite pi/2 kept hi + lo, minimax              | 1            | 1 below 2**22 | exact    |
-| softplus | max(x, 0) + log1p(e**-a)                                  | 1            | 1             | exact    |
-| pow      | e**(y log a): log in float64, exp in float32              | 1 (grid)     | 1 (grid)      | exact    |
+| function | method                                                                    | ulp in 2**16 | ulp, all | specials |
+|----------|---------------------------------------------------------------------------|--------------|----------|----------|
+| exp      | Cody-Waite k ln2 + r, 1 + (r + r**2 Q), degree 6; 2**k: vscalefps         | 1            | 1        | exact    |
+| expm1    | exp's, 2 (2**(k-1) expm1(r) + 2**(k-1) - 1/2)                             | 1            | 1        | exact    |
+| log      | m in [sqrt(1/2), sqrt(2)), degree-9 log1p, e ln2 added in one fma         | 1            | 1        | exact    |
+| log1p    | u = 1 + x, its exact error c: log(u) + c / u                              | 1            | 1        | exact    |
+| tanh     | odd degree 11 below 0.6, else 1 - 2 / (e**2a + 1)                         | 1            | 1        | exact    |
+| sigmoid  | E = e**-a = 2**k (1 + s), 1 / (1 + E) Newton-refined                      | 1            | 1        | exact    |
+| erf      | odd degree 11 below 0.75, else 1 - 2**h(a), h(a) ~ log2 erfc(a), degree 6 | 1            | 1        | exact    |
+| sin, cos | x 2/pi in float64: 2/pi to 106 bits (mod 4 above 2**50), degree 7 / 8     | 1            | 1        | exact    |
+| softplus | max(x, 0) + log1p(e**-a)                                                  | 1            | 1        | exact    |
+| pow      | e**(y log a): log in float64, exp in float32                              | 1 (grid)     | 1 (grid) | exact    |
 
 exp: inf from x = 88.7228394 up, 0 from -103.972084 down (numpy's thresholds); subnormal results are
-rounded, not flushed (also sigmoid's and softplus's). sin / cos: |x| >= 2**22 gives NaN (no
-Payne-Hanek reduction). pow: every 257th float32 x times 47 y (integers, halves, thirds,
-negatives, huge, +-inf, NaN, subnormal); it alone computes in float64 (log|x| and y log|x|).
+rounded, not flushed (also sigmoid's and softplus's). pow: every 257th float32 x times 47 y
+(integers, halves, thirds, negatives, huge, +-inf, NaN, subnormal). pow, sin and cos compute in
+float64 (pow: log|x| and y log|x|; sin / cos: the reduction and the polynomials), at half the
+SIMD width: sin / cos are correct on every float32 up to 3.4e38, where x 2/pi must be known to
+~2**-58 of a quarter turn (see _quarter_turns).
 
 Each function is a numba-inlined scalar (float32 in, float32 out) made of range reduction,
-a polynomial and selects: no libm call and no data-dependent branch, so a plain loop
-``for i in range(n): out[i] = exp_f32(x[i])`` compiled with ``error_model='numpy'`` becomes
-packed AVX2 / AVX-512 code (the libm calls numba emits for np.exp / np.tanh / math.erf do
-not vectorize). ulp is measured against the float64 libm function (numpy's, math.erf for erf)
-of the float32 input rounded to float32, on the float32 bit grid (subnormal results counted
-on the subnormal grid: they are rounded, never flushed); NaN, +-Inf and +-0 inputs give numpy
-float32's bits (NaN results are quiet).
+a polynomial and selects: no libm call and no data-dependent branch (both sides of a select
+are computed), so a plain loop ``for i in range(n): out[i] = exp_f32(x[i])`` compiled with
+``error_model='numpy'`` becomes packed AVX2 / AVX-512 code (the libm calls numba emits for
+np.exp / np.tanh / math.erf do not vectorize; gathers are slow on AMD Zen 4, ~2 cycles an
+element, so no table lookups either). ulp is measured against the float64 libm function
+(numpy's, math.erf for erf) of the float32 input rounded to float32, on the float32 bit grid
+(subnormal results counted on the subnormal grid: they are rounded, never flushed); NaN, +-Inf
+and +-0 inputs give numpy float32's bits (NaN results are quiet).
 
 Polynomial coefficients are weighted minimax fits (Remez exchange on a dense grid, relative
 error of the final function as the weight) made with numpy over the reduced interval named
 at each polynomial, rounded to float32 one coefficient at a time with the rest refitted
-(``python benchmarks/vmath_ulp.py --fit`` re-derives them). Constants split into hi + lo parts
-(pi/2, ln 2) were computed from pi and ln 2 evaluated to 400 bits with integer arithmetic.
+(sin / cos: float64 coefficients; ``python benchmarks/vmath_ulp.py --fit`` re-derives them).
+Constants split into hi + lo parts (ln 2) were computed from ln 2 evaluated to 400 bits with
+integer arithmetic; the 2/pi tables are computed at import from pi to 600 bits (Machin's formula
+in Python integers).
 
 The fused multiply-adds are llvm.fma: exact products are what the reductions rely on. On a
 CPU without FMA (pre-2013 x86) LLVM lowers it to a libm fmaf call: still correct, not fast.
+llvm.ldexp (2**k scaling) is vscalefps on AVX-512; elsewhere the exponent-bit scaling is used.
 """
 import numba
 import numpy as np
+from llvmlite import binding as llvm_binding
 from llvmlite import ir
+from numba.core import config as numba_config
 from numba.core import types
 from numba.extending import intrinsic
 
@@ -68,6 +76,46 @@ def _fma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
+@intrinsic
+def _ldexp(typingctx, p, k):
+    """p * 2**k with one rounding (llvm.ldexp: AVX-512 vscalefps in a vector loop), float32 p, int32 k."""
+    if not (p == types.float32 and k == types.int32):
+        return None
+
+    def codegen(context, builder, signature, args):
+        f32, i32 = ir.FloatType(), ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.ldexp", [f32, i32], ir.FunctionType(f32, [f32, i32]))
+        return builder.call(fn, args)
+    return types.float32(types.float32, types.int32), codegen
+
+
+@intrinsic
+def _copysign(typingctx, magnitude, sign):
+    """|magnitude| with the sign bit of sign (llvm.copysign: one bitwise select), float32."""
+    if not (magnitude == types.float32 and sign == types.float32):
+        return None
+
+    def codegen(context, builder, signature, args):
+        f32 = ir.FloatType()
+        fn = builder.module.declare_intrinsic("llvm.copysign", [f32], ir.FunctionType(f32, [f32, f32]))
+        return builder.call(fn, args)
+    return types.float32(types.float32, types.float32), codegen
+
+
+def _target_has_avx512():
+    """Whether numba compiles for an AVX-512 CPU: llvm.ldexp becomes vscalefps there; elsewhere
+    LLVM scalarizes it into ldexpf calls, so those targets keep the exponent-bit scaling
+    (_scale_bits). NUMBA_CPU_NAME / NUMBA_CPU_FEATURES (cache-portable builds) are honoured."""
+    if numba_config.CPU_FEATURES is not None:
+        return "+avx512f" in numba_config.CPU_FEATURES.split(",")
+    if numba_config.CPU_NAME not in (None, "host"):
+        return False
+    return bool(llvm_binding.get_host_cpu_features().get("avx512f", False))
+
+
+_HOST_AVX512 = _target_has_avx512()
+
+
 # ---- constants -------------------------------------------------------------------------------
 _ONE = F32(1.0)
 _HALF = F32(0.5)
@@ -83,15 +131,57 @@ _LN2_LO = F32(-1.9046542121259336e-09)  # ln 2 - _LN2_HI
 _LN2_HI16 = F32(0.693145751953125)  # ln 2 to 16 bits: e * _LN2_HI16 is exact in float32 for |e| < 2**8
 _LN2_LO16 = F32(1.428606765330187e-06)  # ln 2 - _LN2_HI16
 _SQRT_HALF_BITS = 0x3F3504F3  # float32 sqrt(1/2): mantissas are reduced into [sqrt(1/2), sqrt(2))
-# pi/2 = _PIO2_1 + _PIO2_2 + _PIO2_3 + 1.1e-23 (each part pi/2's remainder rounded to float32)
-_PIO2_1 = F32(1.5707963705062866)
-_PIO2_2 = F32(-4.371138828673793e-08)
-_PIO2_3 = F32(-1.7151245100058819e-15)
-_TWO_OVER_PI = F32(0.6366197466850281)
-# sin / cos reduce |x| < 2**22 accurately (k fits the magic shift, x - k * _PIO2_1 is exact);
-# beyond, no reduction is attempted and they return NaN (a Payne-Hanek table would be needed).
-SIN_COS_LIMIT = 4194304.0
-_SIN_COS_LIMIT = F32(SIN_COS_LIMIT)
+_MAGIC_F64 = 6755399441055744.0  # 1.5 * 2**52: p + _MAGIC_F64 rounds p to an integer k, k mod 2**32 in the low word
+
+
+def _pi_scaled(bits):
+    """pi * 2**bits truncated to an integer (Machin: pi = 16 atan(1/5) - 4 atan(1/239), in
+    Python integers with 64 guard bits; exact in every bit that the tables below use)."""
+    one = 1 << (bits + 64)
+
+    def atan_inverse(n):
+        total = term = one // n
+        k, sign = 1, -1
+        while term:
+            term //= n * n
+            k += 2
+            total += sign * (term // k)
+            sign = -sign
+        return total
+    return (16 * atan_inverse(5) - 4 * atan_inverse(239)) >> 64
+
+
+def _two_over_pi_parts(exponent):
+    """(h0, h1), float64 hi + lo of T = V * 2**-exponent, where V = (2**exponent * 2/pi) mod 4
+    taken in [-2, 2): any x that is an integer multiple of 2**exponent has x T = x 2/pi - 4 N
+    for an integer N, so x T is x 2/pi reduced mod 4 (the quadrant) with no big product.
+    exponent=None: T = 2/pi itself. From 2/pi to 600 bits (exact rationals, float() rounds
+    correctly)."""
+    from fractions import Fraction
+    two_over_pi = Fraction((1 << 1201) // _pi_scaled(600), 1 << 600)
+    if exponent is None:
+        t = two_over_pi
+    else:
+        v = (two_over_pi * Fraction(2) ** exponent) % 4
+        t = (v - 4 if v >= 2 else v) / Fraction(2) ** exponent
+    h0 = float(t)
+    if exponent is None and h0 > t:  # 2/pi itself: h0 rounded down, so h1 > 0 and -0 * h1 = -0
+        h0 = float(np.nextafter(h0, 0.0))
+    return h0, float(t - Fraction(h0))
+
+
+# sin / cos: x 2/pi = k + y in float64 (see _quarter_turns), T = h0 + h1 picked by |x|:
+# |x| < 2**50: T = 2/pi; a larger x lies in [2**b, 2**b'), b = 50, 77, 103 (b' the next, 128 for
+# the last), and is an integer multiple of 2**(b - 23), so that group's T = 2**(23-b)
+# ((2**(b-23) 2/pi) mod 4) has x T = x 2/pi - 4 N (N an integer): the quadrant and y survive,
+# |x h0| stays below 2**49.4 (the groups were chosen with the exact tables: |x h1| <= 0.081,
+# truncation after h1 below 2**-32 of the smallest |y| of each binade).
+_RED_H0_0, _RED_H1_0 = _two_over_pi_parts(None)
+_RED_H0_1, _RED_H1_1 = _two_over_pi_parts(50 - 23)
+_RED_H0_2, _RED_H1_2 = _two_over_pi_parts(77 - 23)
+_RED_H0_3, _RED_H1_3 = _two_over_pi_parts(103 - 23)
+_RED_B1, _RED_B2, _RED_B3 = F32(2.0 ** 50), F32(2.0 ** 77), F32(2.0 ** 103)
+SIN_COS_LIMIT = np.inf  # kept for callers: sin / cos are accurate on every float32
 
 
 # ---- shared pieces ---------------------------------------------------------------------------
@@ -102,7 +192,7 @@ def _pow2(k):
 
 
 @_jit
-def _scale(p, k):
+def _scale_bits(p, k):
     """p * 2**k for p in [0.5, 2] and int32 k in [-151, 128] with ONE rounding: 2**k is split
     into two normal factors, p * 2**(k >> 1) is exact, the second product rounds once, so
     results in the subnormal range are correctly rounded (no flush) and overflow gives inf."""
@@ -110,11 +200,30 @@ def _scale(p, k):
     return p * _pow2(k1) * _pow2(I32(k - k1))
 
 
+if _HOST_AVX512:
+    @_jit
+    def _scale(p, k):
+        """p * 2**k, one rounding (subnormal results rounded, overflow inf): vscalefps."""
+        return _ldexp(p, k)
+else:
+    _scale = _scale_bits
+
+
 @_jit
 def _clamp(x, low, high):
     """x limited to [low, high]; NaN passes through (each compare is false for NaN)."""
     x = high if x > high else x
     return low if x < low else x
+
+
+@_jit
+def _exp_q(r):
+    """Q of _exp_poly (e**r = 1 + r + r**2 Q(r))."""
+    q = F32(0.00138388411141932)
+    q = _fma(q, r, F32(0.008369190618395805))
+    q = _fma(q, r, F32(0.04166810214519501))
+    q = _fma(q, r, F32(0.16666516661643982))
+    return _fma(q, r, F32(0.4999999403953552))
 
 
 @_jit
@@ -135,9 +244,29 @@ def _exp_reduce(x):
     taken off in two fmas; the first is exact (k * _LN2_HI fits the fma's product, the
     difference is < 1/2 on a 2**-25 grid), the second rounds once."""
     shifted = _fma(x, _LOG2E, _MAGIC)
+    k = I32(I32(bits_from_f32(shifted)) - I32(_MAGIC_BITS))
+    kf = F32(k)  # = shifted - _MAGIC; as a conversion it is shared with llvm.ldexp's own (vscalefps)
+    r = _fma(-kf, _LN2_HI, x)
+    return _fma(-kf, _LN2_LO, r), k
+
+
+@_jit
+def _exp_reduce_sub(x):
+    """_exp_reduce with k as shifted - _MAGIC (an add, not a conversion): for expm1, which
+    builds 2**k from the bits and has no ldexp conversion to share."""
+    shifted = _fma(x, _LOG2E, _MAGIC)
     k = shifted - _MAGIC
     r = _fma(-k, _LN2_HI, x)
-    r = _fma(-k, _LN2_LO, r)
+    return _fma(-k, _LN2_LO, r), I32(I32(bits_from_f32(shifted)) - I32(_MAGIC_BITS))
+
+
+@_jit
+def _exp_reduce_short(x):
+    """_exp_reduce with ln 2 as one float32 (_LN2_HI, 1.9e-9 low): r is off by k * 1.9e-9,
+    a relative error of e**x that tanh and erf (|k| <= 29) scale down below their ulp (their
+    results depend on e**x through a factor 2**-k or less)."""
+    shifted = _fma(x, _LOG2E, _MAGIC)
+    r = _fma(_MAGIC - shifted, _LN2_HI, x)
     return r, I32(I32(bits_from_f32(shifted)) - I32(_MAGIC_BITS))
 
 
@@ -159,14 +288,6 @@ def _exp_reduced(r):
 
 
 @_jit
-def _exp_normal(x):
-    """e**x for x in [-87, 20] (2**k a normal float: tanh and erf's callers stay in it)."""
-    r, k = _exp_reduce(x)
-    hi, lo = _exp_reduced(r)
-    return (hi + lo) * _pow2(k)
-
-
-@_jit
 def _log_poly(f):
     """log1p(f) - f + f**2/2 = f**3 P(f) on f in [sqrt(1/2)-1, sqrt(2)-1]; degree-7 P,
     relative error of log1p(f) below 2**-27 (fit on log1p's relative error)."""
@@ -178,6 +299,20 @@ def _log_poly(f):
     p = _fma(p, f, F32(0.20001260936260223))
     p = _fma(p, f, F32(-0.250008225440979))
     p = _fma(p, f, F32(0.3333333134651184))
+    return f * f * _fma(p, f, -_HALF)  # -f**2/2 + f**3 P
+
+
+@_jit
+def _log_poly_short(f):
+    """_log_poly with a degree-6 P (relative error of log1p(f) below 2**-24.5): log_f32's, whose
+    measured max stays 1 ulp (log1p / softplus keep the longer one)."""
+    p = F32(0.08699911832809448)
+    p = _fma(p, f, F32(-0.14264698326587677))
+    p = _fma(p, f, F32(0.14913344383239746))
+    p = _fma(p, f, F32(-0.1657746434211731))
+    p = _fma(p, f, F32(0.1996312290430069))
+    p = _fma(p, f, F32(-0.25001341104507446))
+    p = _fma(p, f, F32(0.3333390951156616))
     return f * f * _fma(p, f, -_HALF)  # -f**2/2 + f**3 P
 
 
@@ -204,56 +339,41 @@ def _log_sum(f, e, extra):
 
 
 @_jit
-def _pio2_reduce(x):
-    """x = n pi/2 + (hi + lo) for |x| < 2**22; returns (hi, lo, n & 3). n is the nearest integer
-    to x * float32(2/pi), which is 2.6e-8 below 2/pi, so |hi| <= pi/4 + 4.1e-8 |x| (0.955 at
-    2**22; the polynomials are fit to 0.97). x - k*_PIO2_1 is exact in the fma (|difference| < 1
-    on a 2**-24 grid); k*_PIO2_2 is split exactly (TwoProduct by fma) and subtracted with TwoSum,
-    so hi + lo carries ~46 bits of the reduced argument: sin/cos stay accurate where x lies
-    close to a multiple of pi/2."""
-    shifted = _fma(x, _TWO_OVER_PI, _MAGIC)
-    k = shifted - _MAGIC
-    r1 = _fma(-k, _PIO2_1, x)
-    product = k * _PIO2_2
-    product_err = _fma(k, _PIO2_2, -product)
-    hi = r1 - product
-    back = hi - r1
-    err = (r1 - (hi - back)) - (product + back)  # TwoSum(r1, -product): hi + err == r1 - product
-    lo = _fma(-k, _PIO2_3, err - product_err)
-    return hi, lo, I32(bits_from_f32(shifted)) & I32(3)
+def _quarter_turns(x):
+    """x 2/pi = k + y for every float32 x, in float64: returns (y, shifted), |y| <= 0.581, and
+    k mod 2**32 in the low word of shifted's bits (NaN / inf: y NaN). T = h0 + h1 (106 bits) is
+    the exponent group's 2/pi (mod 4 * 2**-e, see _two_over_pi_parts), picked by selects on |x|.
+    k = round(x h0): an fma with the 1.5 * 2**52 shift (|x h0| < 2**49.4); f = x h0 - k in one
+    fma: exact for |x| >= 2**23 (|f| <= 1/2 on a grid of at most 52 bits), below rounded
+    relative to f only; y = x h1 + f rounds once (|x h1| <= 0.081: y overshoots 1/2 that
+    much, the polynomials cover it). Truncating T after h1 costs at most 2**-32 of y where the
+    float32 closest to a multiple of pi/2 (16367173 * 2**72, y = 2**-29.9) lies, less elsewhere.
+    For x = -0, h1 > 0 (h0 rounded down) keeps y = -0."""
+    a = abs(x)
+    h0 = _RED_H0_0
+    h1 = _RED_H1_0
+    h0 = _RED_H0_1 if a >= _RED_B1 else h0
+    h1 = _RED_H1_1 if a >= _RED_B1 else h1
+    h0 = _RED_H0_2 if a >= _RED_B2 else h0
+    h1 = _RED_H1_2 if a >= _RED_B2 else h1
+    h0 = _RED_H0_3 if a >= _RED_B3 else h0
+    h1 = _RED_H1_3 if a >= _RED_B3 else h1
+    xd = np.float64(x)
+    shifted = _fma(xd, h0, _MAGIC_F64)
+    k = shifted - _MAGIC_F64
+    y = _fma(xd, h1, _fma(xd, h0, -k))
+    return y, shifted
 
 
 @_jit
-def _sin_poly(t):
-    """(sin r - r) / r**3 = S(r**2) on |r| <= 0.97 (the reduction's |r| reaches 0.955 at |x| = 2**22);
-    degree 3 in r**2, relative error of sin below 2**-31.6."""
-    s = F32(2.7356652481103083e-06)
-    s = _fma(s, t, F32(-0.00019843614427372813))
-    s = _fma(s, t, F32(0.008333357982337475))
-    return _fma(s, t, F32(-0.1666666716337204))
-
-
-@_jit
-def _cos_poly(t):
-    """(cos r - 1 + r**2/2) / r**4 = C(r**2) on |r| <= 0.97; degree 2, relative error of cos
-    below 2**-29.8."""
-    c = F32(2.4236094759544358e-05)
-    c = _fma(c, t, F32(-0.0013885165099054575))
-    return _fma(c, t, F32(0.04166658967733383))
-
-
-@_jit
-def _sin_cos_reduced(hi, lo):
-    """(sin, cos) of hi + lo for |hi| <= 0.97, |lo| <= ulp(hi): the leading term of each
-    is added last (cos's 1 - r**2/2 split exactly by Fast2Sum) so one rounding dominates."""
-    t = hi * hi
-    sin = hi + _fma(hi * t, _sin_poly(t), lo)
-    h = _HALF * t
-    w = _ONE - h
-    w_err = (_ONE - w) - h
-    t_err = _fma(hi, hi, -t)  # hi**2 = t + t_err exactly
-    tail = _fma(t * t, _cos_poly(t), w_err) - _fma(_HALF, t_err, hi * lo)  # cos(hi+lo) ~ cos hi - lo sin hi
-    return sin, w + tail
+def _sin_cos_quarter(y):
+    """(sin(pi/2 y), cos(pi/2 y)) in float64 for |y| <= 0.59: sin = y P(y**2), cos = 1 + y**2 Q(y**2),
+    degree 3 each, float64 coefficients (relative error below 2**-26.3 and 2**-31.4: with the
+    float64 evaluation and one rounding to float32, under 0.71 ulp)."""
+    t = y * y
+    s = _fma(_fma(_fma(-0.004570290535035199, t, 0.07966816227136339), t, -0.6459623654522905), t, 1.5707963073787996)
+    c = _fma(_fma(_fma(0.0008975864318375967, t, -0.02085696594726013), t, 0.2536687270504564), t, -1.2337005205595708)
+    return s * y, _fma(c, t, 1.0)
 
 
 # ---- public functions ------------------------------------------------------------------------
@@ -265,8 +385,7 @@ def exp_f32(x):
     x = F32(x)
     xc = _clamp(x, F32(-104.0), F32(89.0))  # beyond: 0 / inf fall out of the scaling
     r, k = _exp_reduce(xc)
-    hi, lo = _exp_reduced(r)
-    return _scale(hi + lo, k)
+    return _scale(_ONE + _fma(r * r, _exp_q(r), r), k)
 
 
 @_jit
@@ -277,7 +396,7 @@ def expm1_f32(x):
     Max 1 ulp, all inputs."""
     x = F32(x)
     xc = _clamp(x, F32(-80.0), F32(89.0))  # expm1(-80) rounds to -1; keeps 2**(k-1) normal
-    r, k = _exp_reduce(xc)
+    r, k = _exp_reduce_sub(xc)
     q_hi, q_lo = _expm1_reduced(r)
     half_scale = _pow2(I32(k - I32(1)))
     result = F32(2.0) * (_fma(half_scale, q_hi, half_scale - _HALF) + half_scale * q_lo)
@@ -287,14 +406,15 @@ def expm1_f32(x):
 @_jit
 def log_f32(x):
     """Natural log. x = 2**e m with m in [sqrt(1/2), sqrt(2)) from the bits (subnormals scaled by
-    2**23 first), log1p(m - 1) by a degree-10 polynomial, e ln2 added in an exact split.
-    log(+-0) = -inf, log(x < 0) = nan, log(inf) = inf. Max 1 ulp, all inputs."""
+    2**23 first), log1p(m - 1) = f + tail by a degree-9 polynomial, e ln2 (hi + lo) added as
+    e hi + (f + (e lo + tail)): the last fma rounds once. log(+-0) = -inf, log(x < 0) = nan,
+    log(inf) = inf. Max 1 ulp, all inputs."""
     x = F32(x)
     subnormal = x < F32(1.1754943508222875e-38)
     u = x * F32(8388608.0) if subnormal else x
     f, e = _log_parts(u)
     e = e - F32(23.0) if subnormal else e
-    result = _log_sum(f, e, F32(0.0))
+    result = _fma(e, _LN2_HI, f + _fma(e, _LN2_LO, _log_poly_short(f)))  # e * _LN2_HI exact in the fma
     result = _NAN if x < F32(0.0) else result
     result = -_INF if x == F32(0.0) else result
     return result if x < _INF else x + x  # inf -> inf, NaN -> quiet NaN
@@ -317,120 +437,124 @@ def log1p_f32(x):
 
 @_jit
 def _tanh_poly(x):
-    """tanh x = x + x**3 P(x**2) on |x| <= 0.625 (+1e-3); degree-5 P, relative error below 2**-32."""
+    """tanh x = x + x**3 P(x**2) on |x| <= 0.6 (+1e-3); degree-4 P, relative error below 2**-28.4."""
     t = x * x
-    p = F32(0.002152681117877364)
-    p = _fma(p, t, F32(-0.008190012536942959))
-    p = _fma(p, t, F32(0.021706894040107727))
-    p = _fma(p, t, F32(-0.05394817888736725))
-    p = _fma(p, t, F32(0.13333220779895782))
-    p = _fma(p, t, F32(-0.3333333134651184))
+    p = F32(-0.0058925761841237545)
+    p = _fma(p, t, F32(0.020794786512851715))
+    p = _fma(p, t, F32(-0.053783856332302094))
+    p = _fma(p, t, F32(0.13331930339336395))
+    p = _fma(p, t, F32(-0.33333298563957214))
     return _fma(x * t, p, x)
 
 
 @_jit
 def tanh_f32(x):
-    """Hyperbolic tangent. |x| < 0.625: odd minimax polynomial; else 1 - 2 / (e**(2|x|) + 1)
-    with the sign of x (2|x| clamped to 20: tanh is 1.0 in float32 from |x| ~ 9.01).
-    Max 1 ulp, all inputs."""
+    """Hyperbolic tangent. a = |x| < 0.6: odd minimax polynomial; else 1 - 2 / (e**(2a) + 1)
+    (2a clamped to 20: tanh is 1.0 in float32 from |x| ~ 9.01); the sign of x put on last
+    (also keeps -0). Max 1 ulp, all inputs."""
     x = F32(x)
     a = abs(x)
-    e = _exp_normal(_clamp(a + a, F32(0.0), F32(20.0)))
-    big = _ONE - F32(2.0) / (e + _ONE)
-    big = -big if x < F32(0.0) else big
-    result = _tanh_poly(x) if a < F32(0.625) else big
-    return x if x == F32(0.0) else result  # the polynomial's -0 + +0 would lose -0's sign
+    twice = a + a
+    r, k = _exp_reduce_short(F32(20.0) if twice > F32(20.0) else twice)  # NaN passes
+    d = _fma(_ONE + _fma(r * r, _exp_q(r), r), _pow2(k), _ONE)  # e**(2a) + 1, rounded once
+    big = _ONE - F32(2.0) / d
+    return _copysign(_tanh_poly(a) if a < F32(0.6) else big, x)
 
 
 @_jit
 def sigmoid_f32(x):
-    """1 / (1 + e**-x). E = e**-|x| in (0, 1] (never overflows); 1/(1+E) refined by one Newton
-    step against the exact 1 + E, then x >= 0: that, x < 0: E/(1+E) (subnormal results come
-    straight from E). sigmoid(+inf) = 1, sigmoid(-inf) = 0, NaN -> NaN. Max 1 ulp, all inputs."""
+    """1 / (1 + e**-x). E = e**-|x| = 2**k (1 + s) in (0, 1] (never overflows); 1/(1+E) refined by
+    one Newton step against the unrounded 1 + E, then x >= 0: that; x < 0: E/(1+E)
+    as 2**k ((1 + s) / (1+E)) in one fma and one scaling (subnormal results rounded, not
+    flushed). sigmoid(+inf) = 1, sigmoid(-inf) = 0, NaN -> NaN. Max 1 ulp, all inputs."""
     x = F32(x)
-    xc = _clamp(-abs(x), F32(-104.0), F32(0.0))
-    r, k = _exp_reduce(xc)
-    hi, lo = _exp_reduced(r)
-    e, e_lo = _scale(hi, k), _scale(lo, k)  # E = e + e_lo (e_lo's own rounding is far below e's ulp)
-    d = _ONE + e
-    d_err = (e - (d - _ONE)) + e_lo  # 1 + E = d + d_err (Fast2Sum, 1 >= e)
-    recip = _ONE / d
-    residual = _fma(-recip, d, _ONE) - recip * d_err
-    recip = _fma(recip, residual, recip)
-    return recip if x >= F32(0.0) else _fma(e, recip, e_lo * recip)
+    minus_a = -abs(x)
+    r, k = _exp_reduce(F32(-104.0) if minus_a < F32(-104.0) else minus_a)  # NaN passes
+    s = _fma(r * r, _exp_q(r), r)  # e**r - 1
+    e = _scale(_ONE + s, k)
+    recip = _ONE / (_ONE + e)
+    # Newton against the unrounded 1 + e: 1 - recip is exact (recip in [1/2, 1]), so the fma
+    # gives the residual 1 - recip (1 + e) rounded once (it is ~2**-24, its rounding negligible)
+    recip = _fma(recip, _fma(-recip, e, _ONE - recip), recip)
+    return recip if x >= F32(0.0) else _scale(_fma(s, recip, recip), k)
 
 
 @_jit
-def _erf_small(x):
-    """erf x = x (c0 + t Q(t)), t = x**2, |x| < 1: c0 = 2/sqrt(pi) split hi + lo so the leading
-    product rounds once; degree-5 Q fit on erf's relative error (below 2**-29.3)."""
-    t = x * x
-    q = F32(7.842548802727833e-05)
-    q = _fma(q, t, F32(-0.0008009398588910699))
-    q = _fma(q, t, F32(0.005188598297536373))
-    q = _fma(q, t, F32(-0.026854202151298523))
-    q = _fma(q, t, F32(0.11283603310585022))
-    q = _fma(q, t, F32(-0.3761262893676758))
+def _erf_small(x, t):
+    """erf x = x (c0 + t Q(t)), t = x**2, |x| < 0.75: c0 = 2/sqrt(pi) split hi + lo so the leading
+    product rounds once; degree-4 Q fit on erf's relative error (below 2**-29.1)."""
+    q = F32(-0.0006784011493436992)
+    q = _fma(q, t, F32(0.005119782406836748))
+    q = _fma(q, t, F32(-0.02683771401643753))
+    q = _fma(q, t, F32(0.11283452063798904))
+    q = _fma(q, t, F32(-0.3761262595653534))
     return _fma(x, F32(1.128379225730896), x * _fma(q, t, F32(-5.8635382771399236e-08)))
 
 
 @_jit
-def _erfc_scaled(a):
-    """e**(a**2) erfc(a) on [1, 3.95] as a degree-9 polynomial in a - 2.475 (centred to keep the
-    float32 Horner sum well conditioned); error relative to erf's ulp below 2**-31."""
-    u = a - F32(2.475)
-    g = F32(-2.824455441441387e-05)
-    g = _fma(g, u, F32(-5.2658979257103056e-05))
-    g = _fma(g, u, F32(-0.00012694117322098464))
-    g = _fma(g, u, F32(0.000246809097006917))
-    g = _fma(g, u, F32(-0.0006817506509833038))
-    g = _fma(g, u, F32(0.00260623125359416))
-    g = _fma(g, u, F32(-0.00825610850006342))
-    g = _fma(g, u, F32(0.025538772344589233))
-    g = _fma(g, u, F32(-0.07561112940311432))
-    return _fma(g, u, F32(0.21268077194690704))
+def _log2_erfc(a):
+    """log2(erfc(a)) on [0.75, 3.95] as a degree-6 polynomial in a - 0.75 (the accurate end at the
+    origin of the Horner sum); error in erf (erfc ln2 times it) below 2**-27.8 of erf."""
+    u = a - F32(0.75)
+    h = F32(0.0003048037178814411)
+    h = _fma(h, u, F32(-0.0032255013938993216))
+    h = _fma(h, u, F32(0.018189143389463425))
+    h = _fma(h, u, F32(-0.07623530924320221))
+    h = _fma(h, u, F32(-1.1655020713806152))
+    h = _fma(h, u, F32(-3.2112555503845215))
+    return _fma(h, u, F32(-1.7916357517242432))
+
+
+@_jit
+def _exp2_frac(f):
+    """2**f = 1 + f P(f) for |f| <= 1/2: degree-4 P, relative error below 2**-23.3 (enough where
+    erf uses it: the result is scaled by erfc <= 0.27 before it meets erf's ulp)."""
+    p = F32(0.001330459606833756)
+    p = _fma(p, f, F32(0.009672741405665874))
+    p = _fma(p, f, F32(0.055506493896245956))
+    p = _fma(p, f, F32(0.24022223055362701))
+    p = _fma(p, f, F32(0.6931470036506653))
+    return _fma(p, f, _ONE)
 
 
 @_jit
 def erf_f32(x):
-    """Error function. |x| < 1: odd polynomial; 1 <= |x|: 1 - e**(-x**2) g(|x|) with x**2 split
-    exactly (hi + lo by fma) and |x| clamped to 3.95, where erf is 1.0 in float32.
-    Max 1 ulp, all inputs."""
+    """Error function. a = |x| < 0.75: odd polynomial; else erf = 1 - erfc = 1 - 2**h(a), h a
+    polynomial fit of log2(erfc(a)) on [0.75, 3.95] (a clamped to 3.95, where erf is 1.0 in
+    float32), 2**h = 2**k 2**f with k = round(h) as exponent bits; both branches are computed,
+    the sign of x put on last. Max 1 ulp, all inputs."""
     x = F32(x)
     a = abs(x)
-    ac = _clamp(a, _ONE, F32(3.95))
-    square = ac * ac
-    square_err = _fma(ac, ac, -square)
-    e = _exp_normal(-square) * (_ONE - square_err)  # e**-(square + square_err)
-    big = _ONE - e * _erfc_scaled(ac)
-    big = -big if x < F32(0.0) else big
-    result = _erf_small(x) if a < _ONE else big
-    return x if x == F32(0.0) else result
+    h = _log2_erfc(F32(3.95) if a > F32(3.95) else a)  # NaN passes
+    shifted = h + _MAGIC
+    big = _fma(-_exp2_frac(h - (shifted - _MAGIC)), _pow2(I32(I32(bits_from_f32(shifted)) - I32(_MAGIC_BITS))), _ONE)
+    return _copysign(_erf_small(a, a * a) if a < F32(0.75) else big, x)
 
 
 @_jit
 def sin_f32(x):
-    """Sine. x = n pi/2 + r (three-part Cody-Waite, r kept as hi + lo), minimax sin and cos of r,
-    quadrant select. Max 1 ulp on every |x| < 2**22 (SIN_COS_LIMIT); NaN at and beyond it (no
-    reduction there); sin(+-inf) = nan, sin(-0) = -0."""
+    """Sine of every float32. x 2/pi = k + y in float64 (_quarter_turns: 2/pi to 106 bits, mod 4
+    per exponent group above 2**51), sin or cos of pi/2 y by k's low bits, rounded once to
+    float32. Max 1 ulp on all 2**32 inputs; sin(+-inf) = nan, sin(-0) = -0."""
     x = F32(x)
-    hi, lo, n = _pio2_reduce(x)
-    sin, cos = _sin_cos_reduced(hi, lo)
-    result = cos if n & I32(1) else sin
-    result = -result if n & I32(2) else result
-    result = x if x == F32(0.0) else result
-    return result if abs(x) < _SIN_COS_LIMIT else _NAN
+    y, shifted = _quarter_turns(x)
+    sin, cos = _sin_cos_quarter(y)
+    n = bits_from_f64(shifted)
+    result = cos if n & np.uint64(1) else sin
+    result = -result if n & np.uint64(2) else result
+    return F32(result)
 
 
 @_jit
 def cos_f32(x):
-    """Cosine: sin_f32's reduction, quadrant n + 1. Max 1 ulp on every |x| < 2**22, NaN beyond."""
+    """Cosine: sin_f32's reduction, quadrant k + 1. Max 1 ulp on all inputs; cos(+-inf) = nan."""
     x = F32(x)
-    hi, lo, n = _pio2_reduce(x)
-    sin, cos = _sin_cos_reduced(hi, lo)
-    result = sin if n & I32(1) else cos
-    result = -result if I32(n + I32(1)) & I32(2) else result
-    return result if abs(x) < _SIN_COS_LIMIT else _NAN
+    y, shifted = _quarter_turns(x)
+    sin, cos = _sin_cos_quarter(y)
+    n = bits_from_f64(shifted)
+    result = sin if n & np.uint64(1) else cos
+    result = -result if (n + np.uint64(1)) & np.uint64(2) else result
+    return F32(result)
 
 
 @_jit
