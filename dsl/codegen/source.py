@@ -137,16 +137,45 @@ def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tupl
     group = render(group, math)
     body = _header(group, rank, len(group.sinks), leaf_kinds)
     loads = _loads(group, rank, leaf_kinds)
+    last, ind = rank - 1, "    " * rank
+    staged = stream and not _byte_pair_leaves(group, leaf_kinds) and not _inner_block(leaf_kinds, last)
+    if staged:
+        body += [f"    stg{j} = np.empty({STAGE}, out{j}.dtype)" for j in stream]
     for k in range(rank - 1):
         body += _loop(k, len(group.leaves), rank, "    " * (k + 1), leaf_kinds)
-    last, ind = rank - 1, "    " * rank
     lo, hi = ("np.uint64(start)", "np.uint64(stop)") if rank == 1 else ("np.uint64(0)", f"n{last}")
     q = f"q{last} = " + (f"i{last}" if rank == 1 else f"q{last - 1} * n{last} + i{last}")
-    stores = _stores(group, rank, stream)
     body += [ind + line for line in _split_hoisted(group, loads, leaf_kinds)[0]]
+    if staged:
+        return "\n".join(body + _staged_inner_loop(group, rank, leaf_kinds, loads, lo, hi, q, stream)
+                         + _fence(stream)) + "\n"
+    stores = _stores(group, rank, stream)
     body += [ind + line for line in _inner_loop(group, rank, leaf_kinds, loads, lo, hi,
                                                 lambda lines: [q, *lines, *stores])]
     return "\n".join(body + _fence(stream)) + "\n"
+
+
+STAGE = 512  # elements computed into an L1 buffer before they are streamed out
+
+
+def _staged_inner_loop(group: Rendered, rank: int, leaf_kinds, loads: dict, lo: str, hi: str, q: str,
+                       stream: tuple) -> list[str]:
+    """The innermost loop of a kernel with streamed outputs, in strips of STAGE elements: the
+    strip's values go to small buffers (stg{j}, in L1), then a plain loop streams them out.
+    Non-temporal stores issued from inside a compute-heavy loop ran at half the speed of the
+    same stores from a copy loop (exp over 16M float32, 2 threads: 7.2 ms direct, 3.5 ms staged,
+    3.1 ms for y = x * 2); outputs not streamed are stored directly."""
+    last, ind = rank - 1, "    " * rank
+    values = [scalar.store(sink.type.dtype, var) for sink, var in zip(group.sinks, group.out_vars)]
+    staged = [f"stg{j}[i{last} - sb_] = {v}" if j in stream else _store(j, f"q{last}", v, ())
+              for j, v in enumerate(values)]
+    strip = _inner_loop(group, rank, leaf_kinds, loads, "sb_", "se_", lambda lines: [q, *lines, *staged])
+    lines = [f"{ind}sb_ = {lo}", f"{ind}hi_ = {hi}", f"{ind}while sb_ < hi_:",
+              f"{ind}    se_ = min(sb_ + np.uint64({STAGE}), hi_)", *[f"{ind}    {line}" for line in strip],
+              f"{ind}    for i{last} in range(sb_, se_):", f"{ind}        {q}",
+              *[f"{ind}        " + _store(j, f"q{last}", f"stg{j}[i{last} - sb_]", stream) for j in stream],
+              f"{ind}    sb_ = se_"]
+    return lines
 
 
 def _inner_block(leaf_kinds, last: int) -> int:

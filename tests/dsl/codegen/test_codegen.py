@@ -270,3 +270,25 @@ def test_two_processes_writing_the_same_cache_entry_both_succeed(tmp_path):
         assert json.loads(out.strip().splitlines()[-1])["ok"]
     assert len(list(kernels.glob("k_*.py"))) == 1
     assert run_fresh_process(kernels, numba_dir)["ok"]
+
+
+def test_generated_modules_carry_a_fingerprint_of_kernels_so_a_change_there_recompiles(tmp_path, monkeypatch):
+    # numba's disk cache looks only at the generated file: without the fingerprint a kernel
+    # compiled against an older kernels/vmath.py kept running after vmath changed
+    import shutil
+    from dsl.codegen import fused
+    real = Path(kernels.floats.__file__).resolve().parent
+    copy = tmp_path / "kernels"
+    shutil.copytree(real, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert fused.kernels_fingerprint(copy) == fused.kernels_fingerprint()
+    vmath_file = copy / "vmath.py"
+    vmath_file.write_text(vmath_file.read_text().replace("0.4999999403953552", "0.4999999403953553"))
+    assert fused.kernels_fingerprint(copy) != fused.kernels_fingerprint()
+    assert fused.PREAMBLE.splitlines()[0].endswith(fused.kernels_fingerprint())
+    monkeypatch.setenv("DSL_CACHE_DIR", str(tmp_path / "cache"))
+    x = np.ones((3, 5), np.float32)
+    c = 1.0 + (time.time_ns() % 1000003) / 1e7  # constants no other test compiled: new kernels
+    dsl.jit(lambda x: (dsl.exp(x) * c, dsl.softmax(x * c), dsl.reduce_sum(x * c, [0])))(x)
+    written = sorted((tmp_path / "cache").glob("k_*.py"))
+    assert len(written) == 3  # elementwise, softmax row and any-axis reduction kernels
+    assert all(path.read_text().startswith(fused.PREAMBLE) for path in written)
