@@ -1,7 +1,9 @@
-"""Activations, GELU, SwiGLU and softmax: dsl (fast and exact math) side by side with numpy,
-onnxruntime and jax.jit on the CPU, interleaved, medians; GB/s of the bytes each program must move.
+"""Activations, GELU, SwiGLU, softmax and row ops (x - max, layer norm): dsl (fast and exact
+math) side by side with numpy, onnxruntime and jax.jit on the CPU, interleaved, medians; GB/s of
+the bytes each program must move.
 
-Run: python benchmarks/activations.py [--repeat N]   (needs the `bench` extra: onnxruntime, jax)
+Run: python benchmarks/activations.py [--repeat N] [--only NAME ...]
+     (needs the `bench` extra: onnxruntime, jax)
 """
 import argparse
 import os
@@ -40,9 +42,26 @@ def programs():
                                "softmax", [(32, 512, 512)]),
         "log-softmax, last axis": (lambda x: dsl.log(dsl.softmax(x)), lambda x: np.log(_np_softmax(x)),
                                    [("LogSoftmax", ["x"], ["y"])], "log_softmax", [(32, 512, 512)]),
+        "x - max(x, -1)": (lambda x: x - dsl.reduce_max(x, [-1]), lambda x: x - x.max(-1, keepdims=True),
+                           [("ReduceMax", ["x"], ["m"]), ("Sub", ["x", "m"], ["y"])], "sub_max", [(32, 512, 512)]),
+        "layer norm, last axis": (_dsl_layer_norm, _np_layer_norm, "layer_norm", "layer_norm", [(8192, 1024)]),
         "floor: y = x * 2": (lambda x: x * 2.0, lambda x: x * np.float32(2), [("Add", ["x", "x"], ["y"])], "double",
                              [(4096, 4096)]),
     }
+
+
+LN_GAMMA = np.linspace(0.5, 1.5, 1024, dtype=np.float32)
+LN_BETA = np.linspace(-0.25, 0.25, 1024, dtype=np.float32)
+
+
+def _dsl_layer_norm(x):
+    d = x - dsl.reduce_mean(x, [-1])
+    return d / dsl.sqrt(dsl.reduce_mean(d * d, [-1]) + 1e-5) * LN_GAMMA + LN_BETA
+
+
+def _np_layer_norm(x):
+    d = x - x.mean(-1, keepdims=True)
+    return d / np.sqrt((d * d).mean(-1, keepdims=True) + np.float32(1e-5)) * LN_GAMMA + LN_BETA
 
 
 def _np_softmax(x):
@@ -63,8 +82,12 @@ def onnx_nodes(kind):
         consts = {"k": INV_SQRT2, "half": 0.5, "one": 1.0}
         steps = [("Mul", ["x", "k"], ["a"]), ("Erf", ["a"], ["e"]), ("Add", ["e", "one"], ["u"]),
                  ("Mul", ["x", "u"], ["v"]), ("Mul", ["v", "half"], ["y"])]
+    elif kind == "layer_norm":  # onnxruntime's fused LayerNormalization kernel (opset 17)
+        return [helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["y"], axis=-1, epsilon=1e-5)], \
+            {"gamma": LN_GAMMA, "beta": LN_BETA}
     else:
-        return [helper.make_node(op, ins, outs) for op, ins, outs in kind], {}
+        return [helper.make_node(op, ins, outs, **({"axes": [-1]} if op == "ReduceMax" else {}))
+                for op, ins, outs in kind], {}
     return [helper.make_node(op, ins, outs) for op, ins, outs in steps], consts
 
 
@@ -74,7 +97,7 @@ def ort_runner(kind, shapes):
     nodes, consts = onnx_nodes(kind)
     names = ["x", "b"][:len(shapes)]
     inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in zip(names, shapes)]
-    inits = [helper.make_tensor(k, TensorProto.FLOAT, [], [v]) for k, v in consts.items()]
+    inits = [helper.make_tensor(k, TensorProto.FLOAT, np.shape(v), np.ravel(v).tolist()) for k, v in consts.items()]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -96,7 +119,10 @@ def jax_runner(kind):
         "exp": jnp.exp, "tanh": jnp.tanh, "sigmoid": jax.nn.sigmoid, "erf": jax.scipy.special.erf,
         "gelu_tanh": lambda x: jax.nn.gelu(x, approximate=True), "gelu_erf": lambda x: jax.nn.gelu(x, approximate=False),
         "swiglu": lambda a, b: a * jax.nn.sigmoid(a) * b, "softmax": lambda x: jax.nn.softmax(x, -1),
-        "log_softmax": lambda x: jax.nn.log_softmax(x, -1), "double": lambda x: x * 2.0}
+        "log_softmax": lambda x: jax.nn.log_softmax(x, -1), "double": lambda x: x * 2.0,
+        "sub_max": lambda x: x - x.max(-1, keepdims=True),
+        "layer_norm": lambda x: (x - x.mean(-1, keepdims=True)) / jnp.sqrt(x.var(-1, keepdims=True) + 1e-5)
+        * LN_GAMMA + LN_BETA}
     compiled = jax.jit(functions[kind])
     return lambda *arrays: compiled(*arrays).block_until_ready()
 
@@ -104,10 +130,14 @@ def jax_runner(kind):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=9)
-    repeat = parser.parse_args().repeat
+    parser.add_argument("--only", nargs="*", default=None, help="program names (default: all)")
+    args = parser.parse_args()
+    repeat = args.repeat
     rng = np.random.default_rng(0)
     rows = []
     for name, (fn, numpy_fn, kind, jax_kind, shapes) in programs().items():
+        if args.only and name not in args.only:
+            continue
         arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
         fast, exact = dsl.jit(fn), dsl.jit(fn, math="exact")
         jax_fn = jax_runner(jax_kind)

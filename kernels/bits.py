@@ -256,3 +256,29 @@ def stream_fence(typingctx):
             builder.fence("seq_cst")
         return context.get_dummy_value()
     return types.void(), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """A read hint for the cache line of ``array[min(index, size - 1)]`` (llvm.prefetch, into
+    all cache levels): it loads nothing into the program and cannot fault, and the index is
+    clamped so the hint never names memory outside the array. For access patterns the
+    hardware prefetchers miss: many short runs a large stride apart."""
+    if not (isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        array_type, index_type = signature.args
+        array = context.make_array(array_type)(context, builder, args[0])
+        size = builder.extract_value(array.shape, 0)
+        i = context.cast(builder, args[1], index_type, types.intp)
+        zero = ir.Constant(size.type, 0)
+        last = builder.select(builder.icmp_unsigned(">", size, zero), builder.sub(size, ir.Constant(size.type, 1)), zero)
+        i = builder.select(builder.icmp_unsigned("<", i, size), i, last)  # (an empty array: its data pointer)
+        pointer = builder.bitcast(builder.gep(array.data, [i]), ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic("llvm.prefetch", [pointer.type],
+                                              ir.FunctionType(ir.VoidType(), [pointer.type, i32, i32, i32]))
+        builder.call(fn, [pointer, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+    return types.void(array, index), codegen

@@ -28,6 +28,7 @@ from pathlib import Path
 # kernel load on some thread: an import in progress holds that module's import lock, and a
 # process forked meanwhile would wait on it forever (CPython does not reset module locks).
 import kernels.bits  # noqa: F401
+import kernels.copy  # noqa: F401
 import kernels.floats  # noqa: F401
 import kernels.packed  # noqa: F401
 import kernels.vmath  # noqa: F401

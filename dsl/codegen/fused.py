@@ -45,6 +45,7 @@ import math
 import numba
 import numpy as np
 from kernels import bits as _bits
+from kernels import copy as _copy
 from kernels import floats as _floats
 from kernels import packed as _packed
 from kernels import vmath as _vmath

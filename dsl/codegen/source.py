@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from . import scalar
+from ..kir import types as kir_types
 from ..kir.group import Group
 from .fused import PREAMBLE, Rendered, render
 
@@ -129,12 +130,16 @@ def _split_hoisted(group: Rendered, loads: dict, leaf_kinds, blocked_fixed: bool
     return hoisted, rest
 
 
-def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = (), math: str = "fast") -> str:
+def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = (), math: str = "fast",
+                  tile: int = 0) -> str:
     """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)
     or, for a blocked parameter, (packed, inner, block divisor per dim).
     Outputs whose index is in ``stream`` are written with streaming stores (see _store);
-    ``math`` is the float math mode ("fast" or "exact", see fused.py)."""
+    ``math`` is the float math mode ("fast" or "exact", see fused.py); ``tile`` > 0 walks the
+    last two dims in tile x tile squares (see _tiled_source)."""
     group = render(group, math)
+    if tile:
+        return _tiled_source(group, rank, leaf_kinds, stream, tile)
     body = _header(group, rank, len(group.sinks), leaf_kinds)
     loads = _loads(group, rank, leaf_kinds)
     last, ind = rank - 1, "    " * rank
@@ -153,6 +158,92 @@ def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tupl
     body += [ind + line for line in _inner_loop(group, rank, leaf_kinds, loads, lo, hi,
                                                 lambda lines: [q, *lines, *stores])]
     return "\n".join(body + _fence(stream)) + "\n"
+
+
+def _tiled_source(group: Rendered, rank: int, leaf_kinds, stream: tuple, tile: tuple) -> str:
+    """The elementwise kernel with its last two dims walked in rows x cols tiles, tile = ((rows,
+    cols), staged leaves, those of them with stride 1 along dim -2). A staged leaf is read across its memory order (a transposed view: its stride along
+    dim -2 is the small one): per square it is first copied into an L1 buffer tb{i} walking dim
+    -2 innermost (contiguous reads), then read from there along dim -1. Read in place, each of
+    its elements pulled a fresh cache line, and lines a power-of-two stride apart evict each
+    other (transpose(x) + y on float32 [8192, 8192]: see runtime.KernelRunner._tile). Rank >= 2,
+    no packed or blocked leaves; thread spans split dim 0."""
+    (rows, cols), staged, unit = tile
+    count, last, row = len(group.leaves), rank - 1, rank - 2
+    body = _header(group, rank, len(group.sinks), leaf_kinds)
+    body += [f"    tb{i} = np.empty({rows * cols}, b{i}.dtype)" for i in staged]
+    blocks = {i: _block_lanes(group.leaves[i].dtype, rows, cols) for i in unit}
+    blocks = {i: lanes for i, lanes in blocks.items() if lanes}
+    for i, lanes in blocks.items():
+        bits = 512 // lanes
+        body += [f"    bu{i} = b{i}.view(np.uint{bits})", f"    tbu{i} = tb{i}.view(np.uint{bits})"]
+    loads = _loads(group, rank, leaf_kinds)
+    at = f"(i{row} - r0_) * np.uint64({cols}) + (i{last} - c0_)"
+    for i in staged:
+        leaf = group.leaves[i]
+        loads[f"LOAD{i}"] = scalar.load(leaf.dtype, False, f"tb{i}", at, f"_T_{leaf.dtype.onnx_name}")
+    for k in range(row):
+        body += _loop(k, count, rank, "    " * (k + 1), leaf_kinds)
+    ind, rsize, csize = "    " * (row + 1), f"np.uint64({rows})", f"np.uint64({cols})"
+    lo, hi = ("np.uint64(start)", "np.uint64(stop)") if row == 0 else ("np.uint64(0)", f"n{row}")
+    q = f"q{last} = q{row} * n{last} + i{last}"
+    stores = _stores(group, rank, stream)
+    hoisted = _split_hoisted(group, loads, leaf_kinds)[0]
+    inner = _inner_loop(group, rank, leaf_kinds, loads, "c0_", "c1_", lambda lines: [q, *lines, *stores])
+    per_row = _loop(row, count, rank, "", leaf_kinds)[1:]  # (its q and offset lines, under our header)
+    base = "m1" if row == 0 else str(row - 1)
+    staging = []
+    for i in staged:
+        step_row = f"i{row}" if i in unit else f"i{row} * s{i}_{row}"  # (unit: contiguous vector reads)
+        scalar_staging = [f"for i{last} in range(c0_, c1_):", f"    for i{row} in range(r0_, r1_):",
+                          f"        tb{i}[{at}] = b{i}[p{i}_{base} + {step_row} + i{last} * s{i}_{last}]"]
+        if i not in blocks:
+            staging += scalar_staging
+            continue
+        lanes = f"np.uint64({blocks[i]})"
+        # whole squares by SIMD block transposes (kernels/copy.py), partial ones element by element
+        staging += [f"if r1_ - r0_ == {rsize} and c1_ - c0_ == {csize}:",
+                    f"    for bj_ in range(np.uint64(0), {csize}, {lanes}):",  # (source rows: long runs)
+                    f"        for bi_ in range(np.uint64(0), {rsize}, {lanes}):",
+                    f"            _copy.transpose_block(bu{i}, p{i}_{base} + r0_ + bi_ + (c0_ + bj_) * s{i}_{last}, "
+                    f"s{i}_{last}, tbu{i}, bi_ * {csize} + bj_, {csize}, False)",
+                    "else:", *["    " + line for line in scalar_staging]]
+    body += [f"{ind}r_lo = {lo}", f"{ind}r_hi = {hi}",
+             f"{ind}for tr_ in range(r_lo // {rsize}, (r_hi + np.uint64({rows - 1})) // {rsize}):",
+             f"{ind}    r0_ = max(r_lo, tr_ * {rsize})", f"{ind}    r1_ = min(r_hi, tr_ * {rsize} + {rsize})",
+             f"{ind}    for tc_ in range((n{last} + np.uint64({cols - 1})) // {csize}):",
+             f"{ind}        c0_ = tc_ * {csize}", f"{ind}        c1_ = min(n{last}, c0_ + {csize})",
+             *[f"{ind}        {line}" for line in staging],
+             f"{ind}        for i{row} in range(r0_, r1_):",
+             *[f"{ind}            {line.strip()}" for line in per_row],
+             *[f"{ind}            {line}" for line in _prefetch_next_tile(group, leaf_kinds, staged, row, cols)],
+             *[f"{ind}            {line}" for line in hoisted],
+             *[f"{ind}            {line}" for line in inner]]
+    return "\n".join(body + _fence(stream)) + "\n"
+
+
+def _prefetch_next_tile(group: Rendered, leaf_kinds, staged: tuple, row: int, cols: int) -> list[str]:
+    """Read hints for the next tile's part of this row of each leaf read in place along the row
+    (unit inner stride): a tile reads `rows` runs of `cols` elements a row stride apart, more
+    streams than the hardware prefetchers follow (transpose(x) + y: 0.71 -> see _tile)."""
+    lines = []
+    for i, kind in enumerate(leaf_kinds):
+        if i in staged or kind[1] != INNER_UNIT:
+            continue
+        itemsize = np.dtype(kir_types.storage(group.leaves[i].dtype)).itemsize
+        lines += [f"_bits.prefetch(b{i}, p{i}_{row} + c1_ + np.uint64({k}))"
+                  for k in range(0, cols, max(1, 64 // itemsize))]
+    return lines
+
+
+def _block_lanes(dt, rows: int, cols: int) -> int:
+    """Lanes of kernels/copy.py's SIMD block transpose for a leaf of type ``dt`` (64 bytes of
+    elements square), 0 when it does not apply (bool, 16-byte items, a tile it does not divide)."""
+    raw = np.dtype(kir_types.storage(dt))
+    if raw.kind not in "iuf" or raw.itemsize not in (1, 2, 4, 8):
+        return 0
+    lanes = 64 // raw.itemsize
+    return lanes if rows % lanes == 0 and cols % lanes == 0 else 0
 
 
 STAGE = 512  # elements computed into an L1 buffer before they are streamed out
@@ -363,6 +454,14 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
             epilogue = group.epilogue
             stores.append(f"{ind}{epilogue.row_var} = {scalar.coerce(result, acc_domain, epilogue.row_dtype)}")
             fixed, moving = _split_hoisted(group, loads, leaf_kinds, lines=epilogue.lines)
+            if tuple(epilogue.sinks[0].type.shape) == tuple(group.shape):
+                # reduce then broadcast (x - max(x, -1)): a second pass over the row computes the
+                # consumers per element with the row's result as a scalar
+                stores += [ind + line for line in fixed]
+                stores += [f"{ind}for i{last} in range(rowlen):", *[f"{ind}    {line}" for line in moving],
+                           *[f"{ind}    out{k}[{row_index} * rowlen + i{last}] = {scalar.store(sink.type.dtype, var)}"
+                             for k, (sink, var) in enumerate(zip(epilogue.sinks, epilogue.out_vars))]]
+                continue
             stores += [ind + line for line in fixed + moving]  # (its leaves are per row: loads substituted)
             stores += [f"{ind}out{k}[{row_index}] = {scalar.store(sink.type.dtype, var)}"
                        for k, (sink, var) in enumerate(zip(epilogue.sinks, epilogue.out_vars))]

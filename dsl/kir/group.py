@@ -89,8 +89,9 @@ class GroupBuilder:
 
     def build_row(self, row_input: Value, row_output: Value, sinks: list[Value]) -> Group:
         """The group of a row kernel (its input's cone) with an epilogue: the elementwise cone
-        from its result ``row_output`` to ``sinks`` (of row_output's shape; partition() checks
-        that nothing else reads the values in between). A reduction's epilogue inputs are seen
+        from its result ``row_output`` to ``sinks`` (of row_output's shape, or of the input's
+        for a reduction's result broadcast back along the row; partition() checks that nothing
+        else reads the values in between). A reduction's epilogue inputs are seen
         at the input's shape (its reduced axis broadcast), so the kernel indexes them per row.
         The epilogue's own memo reloads shared inputs in its pass."""
         group = self.build([row_input])
@@ -100,7 +101,7 @@ class GroupBuilder:
         self._sinks = {v.name for v in sinks}
         before = len(group.nodes)
         outer = ()
-        if row_output.type.shape != row_input.type.shape:  # a reduction: rows of its input
+        if sinks[0].type.shape != row_input.type.shape:  # a reduction's per-row consumers: rows of its input
             outer = ((("rows", row_input.type.shape), _ToRows(row_input.type.shape)),)
         epilogue.outputs = [self._expr(v, outer) for v in sinks]
         epilogue.nodes, group.nodes = group.nodes[before:], group.nodes[:before]
@@ -114,9 +115,9 @@ class GroupBuilder:
 
     def _compute(self, value: Value, path: tuple) -> kir.Expr:
         if self._row is not None and value.name == self._row[0]:
-            # the row result, reached only through same-shape elementwise steps
-            assert all(key[0] == "rows" or key[0] == "broadcast" and key[1] == value.type.shape
-                       for key, _ in path), path
+            # the row result, reached only through elementwise steps of its shape or, after a
+            # last-axis reduction, of its input's (constant along the row: partition() checks)
+            assert all(key[0] in ("rows", "broadcast") for key, _ in path), path
             return self._row[1]
         if value.name in self.constants:
             literal = constant(self.constants[value.name], value.type.dtype)

@@ -154,8 +154,9 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
 def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, needed: set) -> dict:
     """{name of the last value of an epilogue chain: its row node (one alone in its row kernel:
     a softmax, or the only reduction of its input)}. The chain follows the row result through
-    elementwise nodes of the same shape, each value read by exactly one node, and ends at a
-    graph output, a value needed anyway, or the last such node."""
+    elementwise nodes of the same shape (or, straight from a last-axis reduction kept as
+    [..., 1], of its input's shape: see _broadcast_back), each value read by exactly one node,
+    and ends at a graph output, a value needed anyway, or the last such node."""
     readers: dict = {}
     for node in graph.nodes:
         for value in node.inputs:
@@ -167,15 +168,38 @@ def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, ne
         if len(row_groups.get(id(node)) or ()) != 1:  # not a row node, or sharing its pass
             continue
         value, shape, sink = node.outputs[0], node.outputs[0].type.shape, None
+        # a last-axis reduction kept as [..., 1] may also feed ops of its input's shape (x - max(x)):
+        # its result is constant along the row, so they compute in a second pass over the row
+        full, went_full = _broadcast_back(node, producer), False
         while value.name not in outputs and (sink is None or value.name not in needed):
             after = list(readers.get(value.name, {}).values())
             if len(after) != 1 or not fusable[id(after[0])] or producer[after[0].outputs[0].name][2].view is not None \
-                    or after[0].outputs[0].type.shape != shape:
+                    or after[0].outputs[0].type.shape not in (shape, full):
                 break
+            if full is not None and after[0].outputs[0].type.shape == full:
+                if sink is not None:  # (only the result itself broadcasts back: per-row ops keep their kernel)
+                    break
+                shape, full, went_full = full, None, True  # (the chain stays at the input's shape)
             sink = value = after[0].outputs[0]
+        if went_full and sink.name not in outputs and sink.name not in needed:
+            # a full-shape chain pays off only where its end is written anyway: a value its readers
+            # would recompute in their kernels would be materialized instead (layer norm's x - mean)
+            sink = None
         if sink is not None:
             found[sink.name] = node
     return found
+
+
+def _broadcast_back(node: Node, producer: dict):
+    """The input shape of a reduction over the last axis whose result keeps that axis as 1 (so
+    broadcasting it against the input repeats it along each row), else None."""
+    if producer[node.outputs[0].name][2].kernel.kind in ("softmax", "logsoftmax"):
+        return None
+    shape, full = node.outputs[0].type.shape, node.inputs[0].type.shape
+    if shape is None or full is None or len(shape) != len(full) or not full or full[-1] == 1 or \
+            tuple(shape[:-1]) != tuple(full[:-1]) or shape[-1] != 1:
+        return None
+    return full
 
 
 def _row_groups(row_nodes: list, producer: dict) -> dict:

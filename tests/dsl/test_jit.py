@@ -854,3 +854,69 @@ def test_random_row_op_epilogues_match_the_eager_engine(data):
     assert f.executable(x, bias, operand).kernel_count == 1
     report = dsl.compare(f, x, bias, operand, rtol=0, atol=0)
     assert report.ok, report
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.float64])
+def test_elementwise_work_on_transposed_views_is_tiled_and_exact(dtype):
+    # inputs read across their memory order (stride 1 along dim -2) are staged per 64 x 64 square;
+    # odd sizes leave partial squares, the thread split cuts squares, broadcasts and plain inputs mix in
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((150, 203)) * 8).astype(dtype)
+    y = (rng.standard_normal((203, 150)) * 8).astype(dtype)
+    b = (rng.standard_normal((1, 150)) * 8).astype(dtype)
+    f = dsl.jit(lambda x, y, b: (dsl.transpose(x, [1, 0]) * y + b, dsl.transpose(x, [1, 0]) - b))
+    out, diff = f(x, y, b)
+    np.testing.assert_array_equal(out, x.T * y + b)
+    np.testing.assert_array_equal(diff, x.T - b)
+    assert "tb0" in f.executable(x, y, b).explain()  # the staged (tiled) kernel ran
+    big = (rng.standard_normal((1000, 300)) * 8).astype(dtype)  # above the parallel threshold: 2 spans
+    g = dsl.jit(lambda a, c: dsl.transpose(a, [1, 0]) + c)
+    np.testing.assert_array_equal(g(big, big.T.copy()), big.T + big.T)
+
+
+def test_tiled_kernels_with_outer_dims_and_a_transposed_slice():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((3, 97, 130)).astype(np.float32)
+    y = rng.standard_normal((3, 130, 97)).astype(np.float32)
+    f = dsl.jit(lambda x, y: dsl.transpose(x, [0, 2, 1]) + y * 2.0)
+    np.testing.assert_array_equal(f(x, y), np.transpose(x, (0, 2, 1)) + y * 2)
+    flipped = x[:, ::-1, :]  # unit stride along dim -2 after the transpose, negative along -1: SIMD blocks
+    np.testing.assert_array_equal(f(flipped.copy(), y), np.transpose(flipped, (0, 2, 1)) + y * 2)
+    h = dsl.jit(lambda a, y: dsl.transpose(a, [0, 2, 1]) + y * 2.0)
+    np.testing.assert_array_equal(h(flipped, y), np.transpose(flipped, (0, 2, 1)) + y * 2)
+    assert "transpose_block" in h.executable(flipped, y).explain()  # (explain: the contiguous-input kernel)
+    strided = x[:, ::-1, ::2]  # negative and non-unit strides: staged with its own strides
+    g = dsl.jit(lambda a: dsl.transpose(a, [0, 2, 1]) - 1.0)
+    np.testing.assert_array_equal(g(strided), np.transpose(strided, (0, 2, 1)) - 1)
+
+
+def test_a_last_axis_reduction_broadcast_back_along_its_rows_is_one_kernel():
+    # x - max(x, -1) and exp(x - max(x, -1)): the consumers run in a second pass over each row
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((37, 129)).astype(np.float32)
+    for fn, rtol in ((lambda a: a - dsl.reduce_max(a, [-1]), 0), (lambda a: (a - dsl.reduce_mean(a, [-1])) / 3.0, 0),
+                     (lambda a: dsl.exp(a - dsl.reduce_max(a, [-1])) * 2.0, 3e-7)):  # (exp: 1 ulp from numpy's)
+        f = dsl.jit(fn)
+        assert f.executable(x).kernel_count == 1
+        report = dsl.compare(f, x, rtol=rtol, atol=0)
+        assert report.ok, report
+    shifted = dsl.jit(lambda a: a - dsl.reduce_max(a, [-1]))
+    for view in (x[:, ::-1], x[::2, 3:], x[0]):  # strided rows, a slice, rank 1
+        np.testing.assert_array_equal(shifted(view), view - view.max(-1, keepdims=True))
+
+
+def test_broadcast_back_needs_the_kept_axis_and_a_written_end():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    # keepdims=0: the [64] result broadcasts along dim 0, not along the rows
+    f = dsl.jit(lambda a: a - dsl.reduce_max(a, [-1], keepdims=0))
+    np.testing.assert_array_equal(f(x), x - x.max(-1))
+
+    def layer_norm(a, g, b):  # x - mean feeds two ops: it is recomputed, not written
+        d = a - dsl.reduce_mean(a, [-1])
+        return d / dsl.sqrt(dsl.reduce_mean(d * d, [-1]) + 1e-5) * g + b
+    g, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    ln = dsl.jit(layer_norm)
+    assert ln.executable(x, g, b).kernel_count == 3  # mean; variance; the normalization (x - mean recomputed)
+    report = dsl.compare(ln, x, g, b, rtol=0, atol=0)
+    assert report.ok, report
