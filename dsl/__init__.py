@@ -10,8 +10,9 @@ from .eager import (cast, dequantize_linear, expand, flatten, identity, quantize
                     squeeze, transpose, unsqueeze)
 from .compare import CompareReport, compare
 from .functional import (abs, add, clip, div, equal, erf, exp, greater, greater_equal, less, less_equal, log,  # noqa: A004
-                         logical_and, logical_not, logical_or, matmul, maximum, minimum, mul, neg, pow, reciprocal,
-                         reduce_max, reduce_mean, reduce_sum, relu, sigmoid, softmax, sqrt, sub, tanh, where)
+                         log_softmax, logical_and, logical_not, logical_or, matmul, maximum, minimum, mul, neg, pow,
+                         reciprocal, reduce_max, reduce_mean, reduce_sum, relu, sigmoid, softmax, sqrt, sub, tanh,
+                         where)
 from .jit import JitFunction, jit
 from .layout import contiguous
 from .lru import set_cache_limits
@@ -44,7 +45,7 @@ __all__ = [
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
     "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
-    "matmul",
+    "log_softmax", "matmul",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",

@@ -393,6 +393,17 @@ def softmax(x, axis: int | None = None, *, opset: int | None = None):
     return call("Softmax", x, opset, axis=axis)
 
 
+def log_softmax(x, axis: int | None = None, *, opset: int | None = None):
+    """ONNX LogSoftmax along ``axis`` (axis rules as softmax): x - max - log(sum(exp(x - max))),
+    finite where log(softmax(x)) would give -inf.
+
+    Example:
+        >>> log_softmax(np.zeros((1, 4), np.float32)).tolist() == [[-np.log(4, dtype=np.float32)] * 4]
+        True
+    """
+    return call("LogSoftmax", x, opset, axis=axis)
+
+
 def matmul(a, b, *, opset: int | None = None):
     """ONNX MatMul: numpy.matmul semantics (1-D operands promoted, batch dims broadcast).
 

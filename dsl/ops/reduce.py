@@ -1,4 +1,4 @@
-"""Reductions (ReduceSum, ReduceMax, ReduceMean) and Softmax, lowered to Row kernels on the last axis.
+"""Reductions (ReduceSum, ReduceMax, ReduceMean), Softmax and LogSoftmax, lowered to Row kernels on the last axis.
 
 Accumulation (the Row kernels must do the same): float sums and means accumulate in float64,
 the total (or mean) is rounded to the compute domain (float32 for float16/bfloat16/float,
@@ -193,16 +193,24 @@ def _softmax_rule(call: Call) -> list:
     return [TensorType(data.dtype, shape)]
 
 
-def _softmax_reference(call: Call, xs: list) -> list:
+def _softmax_reference(call: Call, xs: list, log: bool = False) -> list:
     x = domain_array(xs[0])
     if x.size == 0:
         return [finish(x, call.types[0].dtype)]
     axis = call.plan.axes[0]
     rows = (x.reshape(x.shape[:axis] + (-1,)) if len(call.plan.axes) > 1 else x).astype(np.float64)
     with np.errstate(all="ignore"):
-        shifted = np.exp(rows - np.max(rows, axis=axis, keepdims=True))
-        out = (shifted / np.sum(shifted, axis=axis, keepdims=True)).reshape(x.shape)
+        shifted = rows - np.max(rows, axis=axis, keepdims=True)
+        if log:  # x - max - log(sum(exp(x - max))): finite where softmax underflows to 0
+            out = (shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))).reshape(x.shape)
+        else:
+            exp = np.exp(shifted)
+            out = (exp / np.sum(exp, axis=axis, keepdims=True)).reshape(x.shape)
     return [finish(out.astype(x.dtype), call.types[0].dtype)]
+
+
+def _log_softmax_reference(call: Call, xs: list) -> list:
+    return _softmax_reference(call, xs, log=True)
 
 
 register(OpDef(
@@ -211,3 +219,13 @@ register(OpDef(
           for v, names in ((1, F), (11, F), (13, F + BF16))),
     _softmax_rule, reference=_softmax_reference, kernel=Row("softmax", fusable=reduces_last_axis, axes=reduced_axes),
     doc="exp(x - max) / sum(exp(x - max)) along `axis` (versions 1, 11: all axes from `axis` on)."))
+
+# LogSoftmax: the same axis rules and type sets as Softmax (1, 11: float16, float, double; 13 adds
+# bfloat16). Over the last axis it is the Row kernel's "logsoftmax" pass (x - max - log(sum));
+# other axes run the reference (the any-axis schedule has no log form yet).
+register(OpDef(
+    "LogSoftmax",
+    tuple(Schema(v, (Input("input"),), (Attr("axis", "int", 1 if v < 13 else -1),), dtypes.types(*names))
+          for v, names in ((1, F), (11, F), (13, F + BF16))),
+    _softmax_rule, reference=_log_softmax_reference, kernel=Row("logsoftmax", fusable=reduces_last_axis),
+    doc="x - max - log(sum(exp(x - max))) along `axis` (versions 1, 11: all axes from `axis` on)."))

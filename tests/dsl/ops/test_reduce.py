@@ -240,6 +240,38 @@ def test_softmax_errors_name_op_and_value(call, error, match):
         call()
 
 
+# ---- LogSoftmax ------------------------------------------------------------------------------------------
+LOG_SOFTMAX_CASES = [(v, dt) for v in onnx_versions("LogSoftmax") for dt in allowed_types("LogSoftmax", v)]
+
+
+@pytest.mark.parametrize("version, dt", LOG_SOFTMAX_CASES, ids=[f"{v}-{d}" for v, d in LOG_SOFTMAX_CASES])
+def test_log_softmax_every_version_and_type_eager_and_jit(version, dt):
+    x = sample(dt, (2, 3, 4), 5, finite=True)
+    for axis in (None, 0, 1, -1, -2):
+        default = 1 if version < 13 else -1
+        expected = np.log(_softmax_formula(x, default if axis is None else axis, coerce=version < 13))
+        want = expected.astype(np.float32).astype(dt.np_dtype) if dt.onnx_name != "double" else expected
+        got = dsl.log_softmax(x, axis, opset=version)
+        with np.errstate(over="ignore"):
+            assert_close(got, want, 1)
+        jit = dsl.jit(lambda a, axis=axis: dsl.log_softmax(a, axis), math="exact", opset=version)
+        exact_tol = 1e-14 if dt.onnx_name == "double" else 0  # (a double row sum reassociates: last bits)
+        assert dsl.compare(jit, x, rtol=exact_tol, atol=exact_tol).ok  # narrower types: the reference's bits
+        fast = dsl.jit(lambda a, axis=axis: dsl.log_softmax(a, axis), opset=version)
+        assert dsl.compare(fast, x, rtol=2e-6 if dt.onnx_name in ("float", "double") else 1e-2, atol=1e-6).ok
+
+
+def test_log_softmax_stays_finite_where_softmax_underflows():
+    x = np.array([[0.0, -200.0, -1000.0], [5.0, 5.0, 5.0]], np.float32)
+    for fn in (dsl.log_softmax, dsl.jit(dsl.log_softmax)):
+        out = fn(x)
+        assert np.isfinite(out).all() and out[0].tolist() == [0.0, -200.0, -1000.0]
+        np.testing.assert_allclose(out[1], np.full(3, -np.log(3.0)), rtol=1e-6)
+    assert np.isneginf(np.log(dsl.softmax(x)))[0, 2]  # what the spelled-out form gives
+    with pytest.raises(dsl.DTypeError, match=r"^LogSoftmax: input 'input' has type int32\[3\], not allowed"):
+        dsl.log_softmax(np.zeros(3, np.int32))
+
+
 # ---- jit: last-axis reductions fuse into Row kernels, other axes run the reference -------------------------
 JIT_ROWS = [("float", ["ReduceSum", "ReduceMax", "ReduceMean", "Softmax"]), ("float16", ["ReduceSum", "Softmax"]),
             ("bfloat16", ["ReduceMax", "ReduceMean"]), ("double", ["ReduceMean", "Softmax"]),
