@@ -477,21 +477,7 @@ def _softmax_row(kind, value, value_domain, ind, last, row_pass, store) -> list[
     float64 rows use libm exp. ``store(result)`` gives the last pass's body (see
     _epilogue_stores) and the lines to run before it."""
     exp = "np.exp" if value_domain == "float64" else "_bits.exp_for_f32"
-    inner = ind + "    "
-    lines = [f"{ind}acc = -np.inf"]
-    lines += row_pass([f"v = np.float64({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
-    lines += [f"{ind}total = 0.0",
-              f"{ind}for i{last} in range(rowlen):", f"{inner}e = {exp}(tmp[i{last}] - acc)",
-              f"{inner}total = _bits.add_step(total, e)"]
-    if kind == "softmax":
-        lines += [f"{inner}tmp[i{last}] = e", f"{ind}scale = 1.0 / total"]
-        result = f"tmp[i{last}] * scale"
-    else:
-        lines.append(f"{ind}shift = acc + np.log(total)")
-        result = f"tmp[i{last}] - shift"
-    before, body = store(result)
-    return lines + [ind + line for line in before] + [f"{ind}for i{last} in range(rowlen):",
-                                                      *[inner + line for line in body]]
+    return _softmax_passes(kind, value, ind, last, row_pass, store, "float64", exp)
 
 
 def _softmax_row_f32(kind, value, value_domain, ind, last, row_pass, store) -> list[str]:
@@ -501,16 +487,24 @@ def _softmax_row_f32(kind, value, value_domain, ind, last, row_pass, store) -> l
     max is a float32 difference: its rounding gives the result a relative error up to
     |v - max| * 2**-24 besides the few ulp of the rest (tests/dsl/test_fast_math.py). A
     compensated difference (TwoSum) cost 40% more time."""
+    return _softmax_passes(kind, value, ind, last, row_pass, store, "float32", "_vmath.exp_f32")
+
+
+def _softmax_passes(kind, value, ind, last, row_pass, store, domain: str, exp: str) -> list[str]:
+    """The three row passes of (log-)softmax with the row values, max and result in ``domain``
+    (the sum always in float64); ``exp`` names the exponential."""
+    narrow = (lambda x: f"np.{domain}({x})") if domain != "float64" else (lambda x: x)
     inner = ind + "    "
-    lines = [f"{ind}acc = np.float32(-np.inf)"]
-    lines += row_pass([f"v = np.float32({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
-    lines += [f"{ind}total = 0.0", f"{ind}for i{last} in range(rowlen):",
-              f"{inner}e = _vmath.exp_f32(tmp[i{last}] - acc)", f"{inner}total = _bits.add_step(total, np.float64(e))"]
+    lines = [f"{ind}acc = {narrow('-np.inf')}"]
+    lines += row_pass([f"v = np.{domain}({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
+    wide = (lambda x: f"np.float64({x})") if domain != "float64" else (lambda x: x)
+    lines += [f"{ind}total = 0.0", f"{ind}for i{last} in range(rowlen):", f"{inner}e = {exp}(tmp[i{last}] - acc)",
+              f"{inner}total = _bits.add_step(total, {wide('e')})"]
     if kind == "softmax":
-        lines += [f"{inner}tmp[i{last}] = e", f"{ind}scale = np.float32(1.0 / total)"]
+        lines += [f"{inner}tmp[i{last}] = e", f"{ind}scale = {narrow('1.0 / total')}"]
         result = f"tmp[i{last}] * scale"
     else:
-        lines.append(f"{ind}shift = acc + np.float32(np.log(total))")
+        lines.append(f"{ind}shift = acc + {narrow('np.log(total)')}")
         result = f"tmp[i{last}] - shift"
     before, body = store(result)
     return lines + [ind + line for line in before] + [f"{ind}for i{last} in range(rowlen):",
