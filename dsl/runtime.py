@@ -208,9 +208,10 @@ class KernelRunner:
                      and all(tile * raw.itemsize % ALIGN == 0 for tile in tiles))
 
     def _tile(self, shape: tuple, strides: list, kinds):
-        """((rows, cols), the leaves read across their memory order: stride along dim -2 smaller
-        than along dim -1, a transposed view; those with stride 1 there) for a tiled elementwise
-        kernel (codegen/source.py _tiled_source), 0 for none. transpose(x, [1, 0]) + y on float32
+        """((rows, cols), the leaves read across their memory order: a nonzero stride along dim -2
+        smaller than along dim -1, a transposed view (not a row broadcast, stride 0 there); those
+        with stride 1 there) for a tiled elementwise kernel (codegen/source.py _tiled_source), 0
+        for none. transpose(x, [1, 0]) + y on float32
         [8192, 8192] ran as a plain strided loop at 0.12x of dsl.contiguous of the same view; tiles
         of 1024 x 64 with the staged leaf block-transposed and the next tile of y prefetched: 0.66-0.76x
         (benchmarks/transposed.py). Tile rows: a power of two times 64 up to 1024 that the rows
@@ -219,7 +220,7 @@ class KernelRunner:
         if self.row is not None or len(shape) < 2 or shape[-2] < 64 or shape[-1] < cols or \
                 any(kind[0] or len(kind) > 2 for kind in kinds):
             return 0
-        staged = tuple(i for i, st in enumerate(strides) if st[-1] != 0 and abs(st[-2]) < abs(st[-1]))
+        staged = tuple(i for i, st in enumerate(strides) if st[-1] != 0 and 0 < abs(st[-2]) < abs(st[-1]))
         if not staged:
             return 0
         while rows > shape[-2]:

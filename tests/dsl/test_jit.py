@@ -869,6 +869,9 @@ def test_elementwise_work_on_transposed_views_is_tiled_and_exact(dtype):
     np.testing.assert_array_equal(out, x.T * y + b)
     np.testing.assert_array_equal(diff, x.T - b)
     assert "tb0" in f.executable(x, y, b).explain()  # the staged (tiled) kernel ran
+    plain = dsl.jit(lambda y, b: y * y + b)  # a row broadcast (stride 0 along dim -2) is not a transpose
+    assert "tb" not in plain.executable(y, b).explain() and "tr_" not in plain.executable(y, b).explain()
+    np.testing.assert_array_equal(plain(y, b), y * y + b)
     big = (rng.standard_normal((1000, 300)) * 8).astype(dtype)  # above the parallel threshold: 2 spans
     g = dsl.jit(lambda a, c: dsl.transpose(a, [1, 0]) + c)
     np.testing.assert_array_equal(g(big, big.T.copy()), big.T + big.T)
