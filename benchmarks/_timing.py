@@ -1,7 +1,21 @@
-"""Shared timing helpers for the benchmarks: warm up, then the median of several runs."""
+"""Shared timing helpers for the benchmarks: warm up, then the median of several runs; the
+onnxruntime session every benchmark compares against."""
+import os
 import time
 
 import numpy as np
+
+CORES = os.cpu_count() or 1
+
+
+def ort_session(model):
+    """An onnxruntime CPU session of ``model`` (a ModelProto) as every benchmark runs it: intra-op
+    threads = cores, spin-wait off (so its idle threads do not steal the next candidate's time)."""
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = CORES
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
 def median_seconds(fn, *args, repeat: int = 7, warmup: int = 2) -> float:
@@ -18,13 +32,17 @@ def median_seconds(fn, *args, repeat: int = 7, warmup: int = 2) -> float:
 
 def interleaved_medians(candidates: dict, repeat: int = 9, warmup: int = 2) -> dict:
     """Median wall time of each zero-argument callable, the candidates run in turn in every
-    round (a noisy shared machine then slows them alike)."""
+    round (a noisy shared machine then slows them alike), the order rotated each round (a peer
+    whose threads stay busy after returning, as jax's do, would otherwise always slow the same
+    next candidate)."""
     for fn in candidates.values():
         for _ in range(warmup):
             fn()
     times = {name: [] for name in candidates}
-    for _ in range(repeat):
-        for name, fn in candidates.items():
+    names = list(candidates)
+    for round_ in range(repeat):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            fn = candidates[name]
             start = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - start)

@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import dsl  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import interleaved_medians, table  # noqa: E402
+from _timing import interleaved_medians, ort_session, table  # noqa: E402
 
 CORES = os.cpu_count() or 1
 SQRT_2_OVER_PI, INV_SQRT2 = 0.7978845608028654, 0.7071067811865476
@@ -92,7 +92,6 @@ def onnx_nodes(kind):
 
 
 def ort_runner(kind, shapes):
-    import onnxruntime as ort
     from onnx import TensorProto, helper
     nodes, consts = onnx_nodes(kind)
     names = ["x", "b"][:len(shapes)]
@@ -101,10 +100,7 @@ def ort_runner(kind, shapes):
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = CORES
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(model)
     return lambda *arrays: session.run(None, dict(zip(names, arrays)))[0]
 
 

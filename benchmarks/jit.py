@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 import dsl  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import median_seconds, table  # noqa: E402
+from _timing import median_seconds, ort_session, table  # noqa: E402
 
 CORES = os.cpu_count() or 1
 
@@ -33,8 +33,6 @@ def numpy_mask(mask, scores):
 
 
 def ort_mask_session():
-    import onnx
-    import onnxruntime as ort
     from onnx import TensorProto, helper
     nodes = [helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
              helper.make_node("Unsqueeze", ["mf", "axes"], ["m4"]),
@@ -51,9 +49,7 @@ def ort_mask_session():
          helper.make_tensor("big", TensorProto.FLOAT, [], [-1e4])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = CORES
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(model)
     return lambda mask, scores: session.run(None, {"mask": mask, "scores": scores})[0], model
 
 

@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 import dsl  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import median_seconds, table  # noqa: E402
+from _timing import median_seconds, ort_session, table  # noqa: E402
 
 
 def bench_transpose(rows):
@@ -62,7 +62,6 @@ def bench_int4(rows):
 
 
 def ort_cast(to_code, from_code, saturate=1):
-    import onnxruntime as ort
     from onnx import helper
     node = helper.make_node("Cast", ["x"], ["y"], to=to_code, saturate=saturate) if to_code != 1 else \
         helper.make_node("Cast", ["x"], ["y"], to=to_code)
@@ -70,9 +69,7 @@ def ort_cast(to_code, from_code, saturate=1):
                               [helper.make_tensor_value_info("y", to_code, ["N"])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     model.ir_version = 10
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = os.cpu_count() or 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(model)
     return session
 
 

@@ -10,9 +10,9 @@ import numpy as np
 from .codegen.compile import prepare_backend
 from .errors import InputError, out_of_memory, where
 from .ir import Graph, TensorType
-from .passes.fuse import KernelStep, NodeStep, ReduceStep, partition
+from .passes.fuse import KernelStep, NodeStep, ReduceStep, StagedStep, partition
 from .runtime import KernelRunner, run_node
-from .runtime_reduce import ReduceRunner
+from .runtime_reduce import ReduceRunner, StagedRunner
 from .tensor import Tensor
 
 __all__ = ["Executable", "MATH_MODES", "check_math", "prepare_backend"]
@@ -66,6 +66,7 @@ class Executable:
                 continue
             group = step.group
             ops = [n.op_type for n in group.nodes] + [node.op_type for node, _, _ in step.row or []] + \
+                [f"{stage.node.op_type} (stage {k})" for k, stage in enumerate(group.stages)] + \
                 [n.op_type for n in (group.epilogue.nodes if group.epilogue else [])]
             sinks = [node.outputs[0] for node, _, _ in step.row] if step.row else group.sinks
             if group.epilogue is not None:
@@ -100,6 +101,8 @@ def _runner(step, math: str):
     """The runtime object of a planned step (a NodeStep runs as it is)."""
     if isinstance(step, ReduceStep):
         return ReduceRunner(step, math)
+    if isinstance(step, StagedStep):
+        return StagedRunner(step, math)
     if isinstance(step, KernelStep):
         return KernelRunner(step, math)
     return step

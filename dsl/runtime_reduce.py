@@ -16,9 +16,9 @@ from .buffers import POOL
 from .codegen.compile import compile_kernel
 from .codegen.loops import kernel_source
 from .kir import types as kir_types
-from .kir.reduce_schedule import ReduceLayout, reduction_kernel
+from .kir.reduce_schedule import ReduceLayout, accumulator_type, combine_kernel, reduction_kernel, staged_kernel
 from .lru import LRU
-from .passes.fuse import ReduceStep
+from .passes.fuse import ReduceStep, StagedStep
 from .view import View
 
 
@@ -71,16 +71,36 @@ class ReduceRunner:
             views.append(view)
         return storages, views, cacheable
 
-    def _ir(self, classes: tuple, packed: list, blocks: list, strides: list):
+    def _ir(self, classes: tuple, packed: list, blocks: list, strides: list, shape: tuple = None,
+            partial: bool = False):
         inputs = [(leaf.dtype, p) for leaf, p in zip(self.group.leaves, packed)]
         inner = [st[-1] if st[-1] in (0, 1) else None for st in strides]
         return reduction_kernel(self.group.outputs[0], inputs, classes, blocks, self.kind, self.outputs[0][1],
-                                self.math, inner)
+                                self.math, inner, partial)
 
-    def _kernel(self, classes: tuple, packed: list, blocks: list, strides: list) -> tuple:
+    def _kernel(self, classes: tuple, packed: list, blocks: list, strides: list, shape: tuple,
+                partial: bool = False) -> tuple:
         """(the compiled kernel, its parameter names in argument order)."""
-        ir = self._ir(classes, packed, blocks, strides)
+        ir = self._ir(classes, packed, blocks, strides, shape, partial)
         return compile_kernel(kernel_source(ir, self.math)), ir.params
+
+    def _partial(self, shape: tuple, classes: tuple) -> int:
+        """The number of partial accumulators (threads over dim 0, ReduceLayout.partial) for a
+        reduction with no outer dim whose partials are small beside its input (64 elements
+        read per partial element), else 0: the threads split the innermost kept dim (or, for a
+        full reduction too small to split, one runs)."""
+        if self.kind not in ("sum", "mean", "max", "min") or not classes[0]:
+            return 0
+        kept = prod(d for d, r in zip(shape, classes) if not r)
+        spans = self._spans(shape[0], ReduceLayout(classes, True))
+        return len(spans) if len(spans) > 1 and len(spans) * kept * 64 <= prod(shape) else 0
+
+    def _combine(self):
+        """The compiled combine kernel of this reduction's partials and their element type."""
+        value_dtype = self.group.outputs[0].dtype
+        acc_type = accumulator_type(self.kind, value_dtype)
+        ir = combine_kernel(self.kind, acc_type, value_dtype, self.outputs[0][1])
+        return compile_kernel(kernel_source(ir, self.math)), np.dtype(kir_types.storage(ir.buffers[0].elem))
 
     def source_for_contiguous(self) -> str:
         """The kernel source when every input is C-contiguous (for explain)."""
@@ -92,7 +112,8 @@ class ReduceRunner:
             views.append(view)
         shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
         packed = [leaf.dtype.packed for leaf in self.group.leaves]
-        return kernel_source(self._ir(classes, packed, blocks, strides), self.math)
+        return kernel_source(self._ir(classes, packed, blocks, strides, shape, bool(self._partial(shape, classes))),
+                             self.math)
 
     def _params(self, shape: tuple, strides: list, views: list, classes: tuple) -> dict:
         values = {f"n{k}": d for k, d in enumerate(shape)}
@@ -100,44 +121,51 @@ class ReduceRunner:
         for i, (view, st) in enumerate(zip(views, strides)):
             values[f"o{i}"] = view.offset
             values.update({f"s{i}_{k}": s for k, s in enumerate(st)})
-        written = shape if self.kind == "softmax" else tuple(1 if r else d for d, r in zip(shape, classes))
+        full = self.kind in ("softmax", "staged")
+        written = shape if full else tuple(1 if r else d for d, r in zip(shape, classes))
         for k in range(len(shape)):
-            values[f"os{k}"] = 0 if (classes[k] and self.kind != "softmax") else prod(written[k + 1:])
+            values[f"os{k}"] = 0 if (classes[k] and not full) else prod(written[k + 1:])
         return values
 
     def run(self, env: dict) -> None:
-        name, dt, out_shape = self.outputs[0]
         objs = [env[leaf.value.name] for leaf in self.group.leaves]
         storages, views, cacheable = self._layout(objs)
         key = tuple((v.shape, v.strides, v.offset, getattr(v, "blocks", None), p) for v, (_, p) in zip(views, storages))
         plan = self.plans.get(key)
         if plan is None:
             shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
-            kernel, order = self._kernel(classes, [p for _, p in storages], blocks, strides)
-            layout = ReduceLayout(classes)
+            parts = self._partial(shape, classes)
+            kernel, order = self._kernel(classes, [p for _, p in storages], blocks, strides, shape, bool(parts))
+            layout = ReduceLayout(classes, bool(parts))
             params = self._params(shape, strides, views, classes)
-            plan = (kernel, order, layout, shape, params)
+            plan = (kernel, order, layout, shape, params, self._combine() if parts else None)
             if cacheable:
                 self.plans[key] = plan
-        kernel, order, layout, shape, params = plan
-        raw = np.dtype(kir_types.storage(dt))
-        out = POOL.empty(prod(out_shape), raw)
+        kernel, order, layout, shape, params, combine = plan
+        raws = [np.dtype(kir_types.storage(dt)) for _, dt, _ in self.outputs]
+        outs = [POOL.empty(prod(out_shape), raw) for (_, _, out_shape), raw in zip(self.outputs, raws)]
         buffers = [buffer for buffer, _ in storages]
         extent = shape[layout.split] if layout.split is not None else 1
         spans = self._spans(extent, layout)
+        kept = prod(d for d, r in zip(shape, layout.reduced) if not r)
+        partials = np.empty((len(spans), kept), combine[1]) if combine else None
 
-        def launch(lo, hi):
+        def launch(index, lo, hi):
             values = {**params, "start": lo, "stop": hi}
             # (negative strides wrap modulo 2**64: index sums of a valid view stay exact)
-            kernel(*[np.uint64(values[p] % 2 ** 64) for p in order], *buffers, out)
+            kernel(*[np.uint64(values[p] % 2 ** 64) for p in order], *buffers,
+                   *([partials[index]] if combine else outs))
 
-        futures = [runtime._pool().submit(launch, lo, hi) for lo, hi in spans[:-1]]
+        futures = [runtime._pool().submit(launch, index, lo, hi) for index, (lo, hi) in enumerate(spans[:-1])]
         try:
-            launch(*spans[-1])
+            launch(len(spans) - 1, *spans[-1])
         finally:
             for future in futures:
                 future.result()
-        env[name] = (out if dt.np_dtype == raw else out.view(dt.np_dtype)).reshape(out_shape)
+        if combine:
+            combine[0](np.uint64(kept), np.uint64(len(spans)), np.uint64(params["count"]), partials.reshape(-1), outs[0])
+        for (name, dt, out_shape), out, raw in zip(self.outputs, outs, raws):
+            env[name] = (out if dt.np_dtype == raw else out.view(dt.np_dtype)).reshape(out_shape)
 
     def _spans(self, extent: int, layout: ReduceLayout) -> list:
         size = prod(self.in_shape)
@@ -151,4 +179,38 @@ class ReduceRunner:
         return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
-__all__ = ["ReduceRunner", "coalesce"]
+class StagedRunner(ReduceRunner):
+    """Runs a StagedStep: the group's stages (reductions over one set of axes of its shape), then
+    its outputs, one kernel (dsl/kir/reduce_schedule.py staged_kernel); layouts, coalescing and
+    threads as for reductions (threads split the outer dims)."""
+
+    def __init__(self, step: StagedStep, math: str = "fast"):
+        self.group, self.row, self.math, self.kind, self.plan = step.group, None, math, "staged", None
+        self.in_shape = tuple(self.group.shape)
+        axes = self.group.stages[0].axes
+        self.reduced = tuple(k in axes for k in range(len(self.in_shape)))
+        self.outputs = [(v.name, v.type.dtype, tuple(v.type.shape)) for v in self.group.sinks]
+        self.plans = LRU("signatures")
+
+    def _ir(self, classes: tuple, packed: list, blocks: list, strides: list, shape: tuple = None,
+            partial: bool = False):
+        inputs = [(leaf.dtype, p) for leaf, p in zip(self.group.leaves, packed)]
+        inner = [st[-1] if st[-1] in (0, 1) else None for st in strides]
+        return staged_kernel(self.group.stages, self.group.outputs, [dt for _, dt, _ in self.outputs], inputs,
+                             classes, blocks, self.math, inner, self._streamed(classes, shape))
+
+    def _streamed(self, classes: tuple, shape: tuple | None) -> tuple:
+        """The outputs written with streaming stores: when they are large (runtime.STREAM_BYTES)
+        and each outer index's run of stores (the dims from the first reduced one, in C order)
+        spans whole cache lines of a pooled (aligned) buffer of 2+ byte elements."""
+        layout = ReduceLayout(classes)
+        raws = [np.dtype(kir_types.storage(dt)) for _, dt, _ in self.outputs]
+        sizes = [prod(out_shape) * raw.itemsize for (_, _, out_shape), raw in zip(self.outputs, raws)]
+        if shape is None or layout.acc_dims or sum(sizes) < runtime.STREAM_BYTES:
+            return ()
+        run = prod(shape[layout.first:])
+        return tuple(j for j, (raw, size) in enumerate(zip(raws, sizes))
+                     if raw.itemsize >= 2 and size >= POOL.MIN_BYTES and run * raw.itemsize % runtime.ALIGN == 0)
+
+
+__all__ = ["ReduceRunner", "StagedRunner", "coalesce"]

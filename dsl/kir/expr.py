@@ -271,11 +271,12 @@ def with_children(node: Expr, children: list) -> Expr:
     return dataclasses.replace(node, **dict(zip(fields, children)))
 
 
-def replace_leaves(root: Expr, replace) -> Expr:
-    """The DAG of ``root`` with every Leaf replaced by ``replace(leaf)`` (shared nodes stay shared)."""
+def replace_leaves(root: Expr, replace, kinds: tuple = (Leaf,)) -> Expr:
+    """The DAG of ``root`` with every node of ``kinds`` (Leaf; Var too for a schedule that gives
+    named values their definitions) replaced by ``replace(node)`` (shared nodes stay shared)."""
     memo: dict[int, Expr] = {}
     for node in postorder([root]):
-        if isinstance(node, Leaf):
+        if isinstance(node, kinds):
             memo[id(node)] = replace(node)
         elif not node.children():
             memo[id(node)] = node

@@ -43,10 +43,27 @@ class Epilogue:
 
 
 @dataclass
+class Stage:
+    """A reduction computed inside a group (layer norm's mean, then its variance): ``kind``
+    (sum, mean, max, min) of ``value`` (an expression of the group, which may use earlier
+    stages' vars) over the group's ``axes``, kept as 1; ``var`` names the result (rounded as the
+    reduction's reference rounds it, to ``out_dtype``) for the expressions after it, which see it
+    broadcast along the reduced axes."""
+
+    kind: str
+    value: kir.Expr
+    var: kir.Var
+    out_dtype: DType
+    axes: tuple
+    node: Node
+
+
+@dataclass
 class Group:
     """A fused elementwise group: ``sinks`` (all of shape ``shape``) computed as ``outputs``
     from ``leaves`` (the group inputs; kir Leaf i reads leaves[i]). A row kernel's group may
-    carry an ``epilogue`` (ops applied to its result)."""
+    carry an ``epilogue`` (ops applied to its result); a staged group computes ``stages``
+    (reductions of its own values, in order) before its outputs."""
 
     sinks: list[Value]
     shape: tuple
@@ -54,6 +71,7 @@ class Group:
     leaves: list[GroupInput] = field(default_factory=list)
     outputs: list[kir.Expr] = field(default_factory=list)
     epilogue: Epilogue | None = None
+    stages: list[Stage] = field(default_factory=list)
 
 
 def constant(array: np.ndarray, dt: DType) -> kir.Const | None:
@@ -75,14 +93,15 @@ class GroupBuilder:
         kept: values read from memory by any group but their own (epilogue results, cuts).
     """
 
-    def __init__(self, producer: dict, constants: dict, kept: set = frozenset()):
+    def __init__(self, producer: dict, constants: dict, kept: set = frozenset(), staged: dict | None = None):
         self.producer = producer
         self.constants = constants
         self.kept = kept
+        self.staged = staged or {}
 
     def build(self, sinks: list[Value]) -> Group:
         group = Group(sinks, sinks[0].type.shape)
-        self._group, self._memo, self._row = group, {}, None
+        self._group, self._memo, self._row, self._stages = group, {}, None, {}
         self._sinks = {v.name for v in sinks}
         group.outputs = [self._expr(v, ()) for v in sinks]
         return group
@@ -119,6 +138,8 @@ class GroupBuilder:
             # last-axis reduction, of its input's (constant along the row: partition() checks)
             assert all(key[0] in ("rows", "broadcast") for key, _ in path), path
             return self._row[1]
+        if value.name in self.staged:
+            return self._stage(value, path)
         if value.name in self.constants:
             literal = constant(self.constants[value.name], value.type.dtype)
             if literal is not None:
@@ -145,6 +166,22 @@ class GroupBuilder:
         result = lowering.expr(call, args)
         saturate = bool(call.attrs.get("saturate", 1))
         return kir.cast(result, node.outputs[0].type.dtype, saturate, call.attrs.get("round_mode", "up"))
+
+    def _stage(self, value: Value, path: tuple) -> kir.Var:
+        """A staged reduction's result: its input (of the group's shape, so at the group's own
+        index) reduced inside the group; it is read only broadcast back along its axes
+        (partition() checks that every reader is an elementwise op of the group's shape)."""
+        assert all(key[0] == "broadcast" for key, _ in path), path
+        if value.name not in self._stages:
+            node, call, opdef = self.staged[value.name]
+            assert tuple(node.inputs[0].type.shape) == tuple(self._group.shape)
+            shape = tuple(self._group.shape)  # (the path its input's other readers in the group have)
+            inner = self._expr(node.inputs[0], ((("broadcast", shape), _Broadcast(shape)),))
+            var = kir.var(f"stage{len(self._group.stages)}_", types.domain(value.type.dtype))
+            self._group.stages.append(Stage(opdef.kernel.kind, inner, var, value.type.dtype, tuple(call.plan.axes),
+                                            node))
+            self._stages[value.name] = var
+        return self._stages[value.name]
 
     def _leaf(self, value: Value, path: tuple) -> kir.Leaf:
         index = len(self._group.leaves)

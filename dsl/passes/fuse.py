@@ -44,6 +44,25 @@ class ReduceStep(KernelStep):
     produces its input fused in: the any-axis schedule (dsl/kir/reduce_schedule.py)."""
 
 
+@dataclass
+class StagedStep(KernelStep):
+    """A group whose cone holds reductions of its own values (``group.stages``: layer norm's mean
+    and variance), computed in the kernel before its outputs: the staged schedule
+    (dsl/kir/reduce_schedule.py staged_kernel)."""
+
+
+class _Unstage(Exception):
+    """A staged reduction that cannot share its group's kernel (its axes differ from another
+    stage's there): partition again with it as a kernel of its own."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+STAGE_KINDS = ("sum", "mean", "max", "min")
+
+
 def _tensor_ok(value: Value | None) -> bool:
     return value is None or isinstance(value.type, TensorType) and kir_types.supported(value.type.dtype)
 
@@ -85,6 +104,15 @@ def _any_axis_kernel(node: Node, call, opdef) -> bool:
 
 def partition(graph: Graph, calls: dict, constants: dict) -> list:
     """Steps in execution order for a graph whose types are all concrete."""
+    unstaged: set = set()
+    while True:
+        try:
+            return _partition(graph, calls, constants, unstaged)
+        except _Unstage as found:
+            unstaged.add(found.name)
+
+
+def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set) -> list:
     producer = {}
     fusable = {}
     for node in graph.nodes:
@@ -101,6 +129,13 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
         if not fusable[id(node)]:
             fused_input = id(node) in rows or id(node) in any_axis
             needed.update(v.name for v in node.inputs[1 if fused_input else 0:] if v is not None)
+    # reductions read only by elementwise ops of their input's shape compute inside the kernels of
+    # those ops' results (stages): layer norm is one kernel
+    staged = _staged([n for n in graph.nodes if (id(n) in rows or id(n) in any_axis) and n.outputs[0].name not in
+                      unstaged], fusable, producer, needed, graph)
+    staged_ids = {id(found[0]) for found in staged.values()}
+    rows -= staged_ids
+    any_axis -= staged_ids
     cuts = set(needed)
     cones = _bound_cones(graph, fusable, needed)
     cuts = needed - cuts  # values materialized only to bound kernels: later kernels read them
@@ -114,9 +149,11 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     late = {v.name for v in graph.outputs} - {v.name for n in graph.nodes if not fusable[id(n)]
                                                for v in n.inputs if v is not None} - set(epilogue_of)
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
-    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of) | cuts)
+    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of) | cuts, staged=staged)
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
     for node in graph.nodes:
+        if id(node) in staged_ids:
+            continue  # computed in the kernels that read it
         if id(node) in any_axis:
             kind = producer[node.outputs[0].name][2].kernel.kind
             steps.append(ReduceStep(builder.build([node.inputs[0]]), [(node, calls[id(node)], kind)]))
@@ -148,7 +185,77 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
                 if value.name in late and len(produced) == 1 and isinstance(produced[0], KernelStep):
                     deferred[value.name] = (len(steps), value)
                 steps += produced
-    return _group_outputs(steps, deferred, builder, cones)
+    return [_with_stages(step) for step in _group_outputs(steps, deferred, builder, cones)]
+
+
+def _with_stages(step):
+    """A kernel step whose group computes stages as a StagedStep (all its stages over one set of
+    axes, else _Unstage: the later one runs as a kernel of its own)."""
+    if not isinstance(step, KernelStep) or not step.group.stages:
+        return step
+    if type(step) is not KernelStep or step.row or step.group.epilogue is not None:  # (a row kernel's epilogue)
+        raise _Unstage(step.group.stages[0].node.outputs[0].name)
+    first = step.group.stages[0].axes
+    for stage in step.group.stages[1:]:
+        if stage.axes != first:
+            raise _Unstage(stage.node.outputs[0].name)
+    return StagedStep(step.group)
+
+
+def _staged(candidates: list, fusable: dict, producer: dict, needed: set, graph: Graph) -> dict:
+    """{result name: (node, call, opdef)} of the reductions that become stages of the kernels
+    reading them: a sum / mean / max / min whose result keeps the reduced axes as 1, is not needed
+    (no graph output, no reader outside kernels) and reaches kernels only through elementwise
+    ops of its input's shape (each such value read by more of them, needed, or by another staged
+    reduction over the same axes) or of its result's shape (rstd = 1 / sqrt(var + eps): not
+    needed, computed where read). A stage is then always read broadcast back along its axes, at
+    the kernel's own index."""
+    readers: dict = {}
+    for node in graph.nodes:
+        for value in node.inputs:
+            if value is not None:
+                readers.setdefault(value.name, []).append(node)
+    found = {}
+    for node in candidates:
+        entry = producer[node.outputs[0].name]
+        plan, kind = entry[1].plan, entry[2].kernel.kind
+        shape, out = node.inputs[0].type.shape, node.outputs[0]
+        if kind not in STAGE_KINDS or out.name in needed or plan is None or not plan.axes or \
+                tuple(out.type.shape) != tuple(1 if k in plan.axes else d for k, d in enumerate(shape)):
+            continue
+        found[out.name] = entry
+    changed = True
+    while changed:
+        changed = False
+        for name, (node, call, _) in list(found.items()):
+            if not _stage_readers_ok(name, node, call, found, fusable, producer, needed, readers):
+                del found[name]
+                changed = True
+    return found
+
+
+def _stage_readers_ok(name, node, call, found, fusable, producer, needed, readers) -> bool:
+    shape, axes = tuple(node.inputs[0].type.shape), tuple(call.plan.axes)
+    per_row = tuple(node.outputs[0].type.shape)
+    stack, seen = [name], set()
+    while stack:
+        value = stack.pop()
+        for reader in readers.get(value, ()):
+            result = reader.outputs[0].name if reader.outputs else None
+            if result in found:
+                other = found[result]
+                if other[0].inputs[0].name != value or tuple(other[1].plan.axes) != axes or \
+                        tuple(other[0].inputs[0].type.shape) != shape:
+                    return False
+                continue
+            at = tuple(reader.outputs[0].type.shape) if fusable[id(reader)] else None
+            if not fusable[id(reader)] or producer[result][2].view is not None or \
+                    at not in (shape, per_row) or at == per_row != shape and result in needed:
+                return False  # (a value of the reduced shape is computed per element where it is read)
+            if result not in needed and result not in seen:
+                seen.add(result)
+                stack.append(result)
+    return True
 
 
 def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, needed: set) -> dict:

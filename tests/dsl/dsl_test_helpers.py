@@ -129,3 +129,16 @@ def factorizations(draw, size: int) -> tuple[int, ...]:
     for _ in range(draw(st.integers(0, 2))):
         dims.insert(draw(st.integers(0, len(dims))), 1)
     return tuple(dims)
+
+
+def draw_reduce_inputs(data) -> tuple[np.ndarray, np.ndarray, int]:
+    """(x, operand, rank) for a random reduction program: float32 x of rank 1-4 and dims 1-5,
+    sometimes a transposed view; an operand broadcasting to x's shape along random dims."""
+    rank = data.draw(st.integers(1, 4))
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    x = rng.standard_normal(shape).astype(np.float32)
+    if rank >= 2 and data.draw(st.booleans()):
+        x = np.ascontiguousarray(x.T).T
+    operand = rng.standard_normal(tuple(d if data.draw(st.booleans()) else 1 for d in shape)).astype(np.float32)
+    return x, operand, rank

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import dsl
+from dsl_test_helpers import draw_reduce_inputs
 from dsl.passes.fuse import ReduceStep
 
 RNG = np.random.default_rng(11)
@@ -86,13 +87,7 @@ FUZZ_EXAMPLES = int(os.environ.get("DSL_FUZZ_EXAMPLES", "40"))
 def test_random_any_axis_programs_match_the_eager_engine(data):
     """A producer (transposed or not, with a broadcast operand), then a reduction over random
     axes (or a softmax over a random axis), then an elementwise consumer."""
-    rank = data.draw(st.integers(1, 4))
-    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
-    x = rng.standard_normal(shape).astype(np.float32)
-    if rank >= 2 and data.draw(st.booleans()):
-        x = np.ascontiguousarray(x.T).T
-    operand = rng.standard_normal(tuple(d if data.draw(st.booleans()) else 1 for d in shape)).astype(np.float32)
+    x, operand, rank = draw_reduce_inputs(data)
     kind = data.draw(st.sampled_from(["sum", "mean", "max", "min", "softmax"]))
     keep = data.draw(st.booleans())
     axes = sorted(data.draw(st.sets(st.integers(0, rank - 1), min_size=1)))
@@ -123,3 +118,33 @@ def test_reduce_max_orders_negative_zero_below_positive_zero_in_both_engines(axe
     if axes == [-1]:
         assert want.ravel().view(np.uint32)[:2].tolist() == [0, 0x80000000] and np.isnan(want.ravel()[2])
         assert np.signbit(lowest.ravel()[:2]).tolist() == [True, True]
+
+
+@pytest.mark.parametrize("dtype, kind", [("float32", "sum"), ("float32", "mean"), ("float32", "max"), ("float16", "sum"),
+                                         ("bfloat16", "mean"), ("int32", "sum"), ("int8", "max"), ("uint8", "max"),
+                                         ("int32", "mean"), ("bool", "max"), ("float32", "min"), ("float64", "sum")])
+@pytest.mark.parametrize("shape, axes", [((257, 5), [0]), ((130, 3, 4), [0, 1]), ((300, 1), [0]), ((70, 2, 9), [0, 1, 2]),
+                                         ((200, 4, 2), [0, 2])])
+def test_split_reductions_over_threads_combine_partials(monkeypatch, dtype, kind, shape, axes):
+    """A reduction with no outer dim splits its first (reduced) dim between threads, each
+    accumulating a partial; a combine kernel finishes (ReduceLayout.partial). Three threads, odd
+    extents (the unrolled loop's remainder), every kind's combine, against the eager engine."""
+    from dsl import runtime
+    from dsl.runtime_reduce import ReduceRunner
+    monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
+    monkeypatch.setattr(runtime, "_THREADS", 3)
+    rng = np.random.default_rng(len(shape) * 7 + len(kind))
+    if dtype == "bool":
+        x = rng.integers(0, 2, shape).astype(bool)
+        x.reshape(-1)[5] = not x.reshape(-1)[5]
+    elif dtype.startswith(("int", "uint")):
+        x = rng.integers(0, 100, shape).astype(dtype)
+    else:
+        x = rng.standard_normal(shape).astype(dsl.dtype(dtype).np_dtype)
+    ours = {"sum": dsl.reduce_sum, "mean": dsl.reduce_mean, "max": dsl.reduce_max, "min": reduce_min}[kind]
+    f = dsl.jit(lambda v: ours(v, axes, keepdims=0))
+    exact = dtype != "float64"
+    report = dsl.compare(f, x, rtol=0 if exact else 1e-12, atol=0 if exact else 1e-12)
+    assert report.ok, report
+    runner = next(r for r in f.executable(x).runners if isinstance(r, ReduceRunner))
+    assert any(plan[-1] is not None for plan in runner.plans.values())  # the partials path ran

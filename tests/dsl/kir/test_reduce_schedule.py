@@ -97,3 +97,28 @@ def test_softmax_over_any_axis(reduced, math):
         np.testing.assert_array_equal(got, reference)
     np.testing.assert_allclose(got, reference, rtol=2e-6, atol=1e-9)
     np.testing.assert_allclose(want, reference, rtol=2e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("reduced", LAYOUTS)
+def test_staged_kernel_layer_norm_over_any_dims(reduced):
+    """Stages (dsl/kir/group.py Stage) in every layout class: mean, then the mean of the squared
+    deviation using it, then the normalized output using both; compiled (two threads) vs the
+    interpreter vs numpy."""
+    from dsl.kir.group import Stage
+    from dsl.kir.reduce_schedule import staged_kernel
+    x = np.random.default_rng(len(reduced) + sum(reduced)).standard_normal(SHAPE).astype(np.float32)
+    leaf = kir.leaf(0, dsl.float32)
+    mean = kir.var("stage0_", "float32")
+    d = kir.binary("sub", leaf, mean)
+    var = kir.var("stage1_", "float32")
+    out = kir.binary("div", d, kir.unary("sqrt", kir.binary("add", var, kir.const(1e-5, "float32"))))
+    axes = tuple(k for k, r in enumerate(reduced) if r)
+    stages = [Stage("mean", leaf, mean, dsl.float32, axes, None),
+              Stage("mean", kir.binary("mul", d, d), var, dsl.float32, axes, None)]
+    kernel = staged_kernel(stages, [out], [dsl.float32], [(dsl.float32, False)], reduced, [(1, 1, 1)])
+    got, want = run(kernel, x, SHAPE, reduced, dsl.float32, softmax=True)
+    np.testing.assert_array_equal(got, want)
+    m = x.astype(np.float64).mean(axes, keepdims=True).astype(np.float32)
+    dev = x - m
+    v = (dev * dev).astype(np.float64).mean(axes, keepdims=True).astype(np.float32)
+    np.testing.assert_array_equal(got, dev / np.sqrt(v + np.float32(1e-5)))
