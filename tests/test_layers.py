@@ -83,3 +83,24 @@ def test_the_kernel_ir_and_the_ops_hold_no_numba():
                     text = node.value
                     assert not any(word in text for word in ("np.float32(", "np.int64(", "_bits.", "_vmath.",
                                                                "numba.njit")), (path, text[:80])
+
+
+def test_no_op_name_comparisons_outside_the_op_definitions():
+    """What an op does (its lowering, its chunk rule under dsl.dask, its view) is declared on its
+    OpDef in dsl/ops/; nothing else compares op names (``node.op_type == "MatMul"``,
+    ``opdef.name in (...)``)."""
+    from dsl.ops import registry
+    names = set(registry.all_ops())
+    found = []
+    for path in (ROOT / "dsl").rglob("*.py"):
+        if path.relative_to(ROOT).parts[1] == "ops":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in [node.left, *node.comparators]:
+                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                hits = [v.value for v in values if isinstance(v, ast.Constant) and v.value in names]
+                if hits:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {hits}")
+    assert not found, found

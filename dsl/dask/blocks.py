@@ -13,6 +13,7 @@ from .. import trace as tracing
 from ..compiler import Executable
 from ..dtypes import DType
 from ..ir import Node
+from ..ops import registry
 from ..runtime import single_threaded
 from ..tensor import Tensor
 
@@ -120,7 +121,7 @@ class BlockProgram:
             return None
         if (node.name, index) in self.type_only:
             return builder.constant(np.empty((0,), value.type.dtype.np_dtype))
-        if index == 1 and node.op_type in ("Expand", "Reshape"):
+        if index == getattr(registry.get(node.op_type, node.name).chunk, "shape_input", None):
             letters = self.local_letters[node.outputs[0].name]
             return builder.constant(np.array([1 if letter is None else sizes[letter] for letter in letters],
                                              np.int64))
@@ -131,9 +132,6 @@ class BlockProgram:
 
 
 def _local_attrs(node: Node, opset: int) -> dict:
-    """A Reshape replayed at chunk shapes gets explicit sizes; allowzero keeps a 0-size chunk
-    dim from meaning 'copy the input dim'."""
-    if node.op_type == "Reshape" and opset >= 14:
-        return {**node.attrs, "allowzero": 1}
-    return dict(node.attrs)
-
+    """The attributes of a node replayed at chunk shapes (its chunk rule's local_attrs)."""
+    rule = registry.get(node.op_type, node.name).chunk
+    return dict(node.attrs) if rule is None else rule.local_attrs(node.attrs, opset)

@@ -132,7 +132,7 @@ class GraphBuilder:
             specs.append(spec)
             args += [array, tuple(self._aligned(letter) or self._fresh_letter() for letter in spec.letters)]
         local = {n.outputs[0].name: self.layout.index(n.outputs[0]) for n in nodes
-                 if n.op_type in ("Expand", "Reshape")}
+                 if getattr(registry.get(n.op_type, n.name).chunk, "shape_input", None) is not None}
         program = BlockProgram(self.name, self.graph.opset, nodes, specs, constants,
                                [(v.name, self.layout.index(v)) for v in values], self.layout.extent,
                                self.layout.type_only, local)

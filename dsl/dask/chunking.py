@@ -19,7 +19,9 @@ import numpy as np
 from ..errors import UnsupportedError, where
 from ..ir import Graph, Node, TensorType
 from ..ops import registry
-from ..ops.lowering import Elementwise, Row
+from ..ops.chunks import axis_pairs, broadcast_pairs
+
+__all__ = ["ChunkLayout", "axis_pairs", "is_folded", "plan_layout"]
 
 Dim = tuple  # (value name, axis)
 
@@ -71,22 +73,6 @@ class ChunkLayout:
         return tuple(self.letters.get((value.name, axis)) for axis in range(len(value.type.shape)))
 
 
-def axis_pairs(in_shape: tuple, out_shape: tuple) -> list | None:
-    """(in axis, out axis) pairs when ``out_shape`` only inserts or removes size-1 dims of
-    ``in_shape``; None when dims merge or split."""
-    ins = [k for k, d in enumerate(in_shape) if d != 1]
-    outs = [k for k, d in enumerate(out_shape) if d != 1]
-    if [in_shape[k] for k in ins] != [out_shape[k] for k in outs]:
-        return None
-    return list(zip(ins, outs))
-
-
-def _broadcast_pairs(in_shape: tuple, out_shape: tuple) -> list:
-    """Numpy-style right-aligned broadcasting: the input dims equal to their output dim."""
-    offset = len(out_shape) - len(in_shape)
-    return [(k, k + offset) for k, d in enumerate(in_shape) if d != 1 and d == out_shape[k + offset]]
-
-
 class _Relator:
     """Applies each node's dim relation to the union-find."""
 
@@ -111,103 +97,33 @@ class _Relator:
             self.whole.setdefault((value.name, axis), f"{node.op_type} (node {node.name!r})")
 
     def relate(self, node: Node) -> None:
+        """Apply the node's chunk rule (its OpDef's, dsl/ops/chunks.py)."""
         opdef = registry.get(node.op_type, node.name)
-        call = self.calls[id(node)]
-        out = node.outputs[0]
         for value in node.outputs:
             for axis, size in enumerate(value.type.shape):
                 if size != 1:
                     self.sets.find((value.name, axis))
-        if node.op_type in ("DequantizeLinear", "QuantizeLinear"):
-            self._quantize(node, call)
-        elif node.op_type == "MatMul":
-            self._matmul(node)
-        elif node.op_type == "Transpose":
-            for out_axis, in_axis in enumerate(call.plan):
-                self.join(node.inputs[0], in_axis, out, out_axis)
-        elif node.op_type == "Expand":
-            self._broadcast(node.inputs[0], out)
-        elif opdef.view is not None:
-            pairs = axis_pairs(node.inputs[0].type.shape, out.type.shape)
-            if pairs is None:
-                self.layout.boundaries.add(node.name)
-                return
-            for in_axis, out_axis in pairs:
-                self.join(node.inputs[0], in_axis, out, out_axis)
-        elif isinstance(opdef.kernel, Row):
-            self._row(node, call)
-        elif isinstance(opdef.kernel, Elementwise):
-            used = opdef.kernel.used_inputs
-            for index, value in enumerate(node.inputs):
-                if value is None:
-                    continue
-                if used is not None and index not in used:
-                    self.layout.type_only.add((node.name, index))
-                else:
-                    self._broadcast(value, out)
-        else:
+        if opdef.chunk is None:
             raise UnsupportedError(f"{where(node.op_type, node.name)}: has no chunk rule; dsl.dask cannot "
                                    f"run it blockwise")
+        opdef.chunk.relate(self, node, self.calls[id(node)], opdef)
 
-    def _broadcast(self, value, out) -> None:
-        for in_axis, out_axis in _broadcast_pairs(value.type.shape, out.type.shape):
+    # ---- the planner's side of a chunk rule (dsl/ops/chunks.py) ----
+    def broadcast(self, value, out) -> None:
+        for in_axis, out_axis in broadcast_pairs(value.type.shape, out.type.shape):
             self.join(value, in_axis, out, out_axis)
 
-    def _row(self, node: Node, call) -> None:
-        plan, data, out = call.plan, node.inputs[0], node.outputs[0]
-        if plan.identity:
-            for axis in range(len(data.type.shape)):
-                self.join(data, axis, out, axis)
-            return
-        if self.tree and node.op_type != "Softmax":  # a dask reduction: its output is a new leaf
+    def boundary(self, node: Node) -> None:
+        self.layout.boundaries.add(node.name)
+
+    def type_only(self, node: Node, index: int) -> None:
+        self.layout.type_only.add((node.name, index))
+
+    def tree_reduction(self, node: Node) -> bool:
+        """With reductions="tree": the reduction becomes a dask tree reduction (a new leaf)."""
+        if self.tree:
             self.layout.tree_nodes.add(node.name)
-            return
-        kept = [k for k in range(len(plan.in_shape)) if k not in plan.axes]
-        out_axes = kept if plan.keepdims else range(len(kept))
-        for in_axis, out_axis in zip(kept, out_axes):
-            if data.type.shape[in_axis] != 1:
-                self.join(data, in_axis, out, out_axis)
-        for axis in plan.axes:
-            self.mark_whole(data, axis, node)
-            if node.op_type == "Softmax":
-                self.join(data, axis, out, axis)
-
-    def _matmul(self, node: Node) -> None:
-        a, b = node.inputs
-        out = node.outputs[0]
-        a_rank, b_rank, out_rank = len(a.type.shape), len(b.type.shape), len(out.type.shape)
-        b_k = 0 if b_rank == 1 else b_rank - 2
-        self.join(a, a_rank - 1, b, b_k)
-        self.mark_whole(a, a_rank - 1, node)
-        self.mark_whole(b, b_k, node)
-        if b_rank >= 2:
-            self.join(b, b_rank - 1, out, out_rank - 1)
-        if a_rank >= 2:
-            self.join(a, a_rank - 2, out, out_rank - 1 - (b_rank >= 2))
-        batch = out.type.shape[:out_rank - (a_rank >= 2) - (b_rank >= 2)]
-        for operand, rank in ((a, a_rank), (b, b_rank)):
-            for in_axis, out_axis in _broadcast_pairs(operand.type.shape[:max(rank - 2, 0)], batch):
-                self.join(operand, in_axis, out, out_axis)
-
-    def _quantize(self, node: Node, call) -> None:
-        (kind, axis, _block), _ = call.plan
-        x, out = node.inputs[0], node.outputs[0]
-        for k in range(len(x.type.shape)):
-            if x.type.shape[k] != 1:
-                self.join(x, k, out, k)
-        for param in node.inputs[1:]:
-            if param is None or kind == "tensor":
-                continue
-            if kind == "axis":
-                if param.type.shape and param.type.shape[0] != 1:
-                    self.join(param, 0, x, axis)
-                continue
-            for k, size in enumerate(param.type.shape):  # blocked: the block axis is read whole
-                if k == axis:
-                    self.mark_whole(param, k, node)
-                elif size != 1:
-                    self.join(param, k, x, k)
-            self.mark_whole(x, axis, node)
+        return self.tree
 
     def finish(self) -> ChunkLayout:
         layout = self.layout

@@ -24,6 +24,7 @@ from ..convert import convert, to_wide
 from ..errors import DslError, DTypeError, InputError
 from ..ir import TensorType
 from ..view import BlockedView
+from . import chunks
 from .lowering import Elementwise
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
@@ -208,7 +209,7 @@ def _dequantize_schemas() -> tuple[Schema, ...]:
 
 register(OpDef(
     "DequantizeLinear", _dequantize_schemas(), _dequantize_rule, reference=_dequantize,
-    kernel=_DEQUANTIZE_KERNEL,
+    kernel=_DEQUANTIZE_KERNEL, chunk=chunks.QUANTIZE,
     doc="y = (x - zero_point) * scale, per tensor, per axis or per block."))
 
 
@@ -321,5 +322,5 @@ _QUANTIZE_KERNEL = Elementwise(expr=_quantize_expr, input_path=_param_path, fusa
 
 
 register(OpDef(
-    "QuantizeLinear", _quantize_schemas(), _quantize_rule, reference=_quantize, kernel=_QUANTIZE_KERNEL,
+    "QuantizeLinear", _quantize_schemas(), _quantize_rule, reference=_quantize, kernel=_QUANTIZE_KERNEL, chunk=chunks.QUANTIZE,
     doc="y = saturate(round_half_even(x / scale) + zero_point), per tensor, per axis or per block."))

@@ -14,6 +14,8 @@ from .. import dtypes
 from ..dtypes import DType
 from ..errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError, where
 from ..ir import OptionalType, SequenceType, TensorType
+from . import chunks
+from .lowering import Elementwise, Row
 
 MIN_OPSET = 1
 LATEST_OPSET = 28  # newest default-domain opset this project implements (onnx 1.23 defines 28)
@@ -116,6 +118,9 @@ class OpDef:
     # outputs, or None to fall back to the numpy reference on unpacked arrays
     tensor_reference: Callable | None = None
     doc: str = ""
+    # how its dims chunk under dsl.dask (a dsl.ops.chunks.ChunkRule); register() gives elementwise,
+    # view and row (reduction / softmax) ops theirs; None: dsl.dask cannot run it blockwise
+    chunk: Any = None
 
     def schema(self, opset: int, node: str = "") -> Schema:
         """The schema in force at a default-domain opset."""
@@ -273,6 +278,9 @@ def register(opdef: OpDef) -> OpDef:
     """Add an op; each name is registered exactly once."""
     assert opdef.name not in _REGISTRY, opdef.name
     assert list(opdef.schemas) == sorted(opdef.schemas, key=lambda s: s.version)
+    if opdef.chunk is None:
+        opdef.chunk = chunks.ELEMENTWISE if isinstance(opdef.kernel, Elementwise) else \
+            chunks.ROW if isinstance(opdef.kernel, Row) else chunks.VIEW if opdef.view is not None else None
     _REGISTRY[opdef.name] = opdef
     return opdef
 

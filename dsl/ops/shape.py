@@ -14,6 +14,7 @@ from ..dtypes import FLOATS_V1, all_types
 from ..errors import InputError
 from ..ir import TensorType
 from ..layout import reshaped
+from . import chunks
 from .registry import INT64, Attr, Call, Input, OpDef, Schema, register
 
 _DATA = Input("data")
@@ -195,7 +196,7 @@ def _reshape_schemas() -> tuple[Schema, ...]:
 register(OpDef(
     "Reshape", _reshape_schemas(), _reshape_rule,
     reference=lambda call, xs: [reshaped(xs[0], call.plan)],
-    view=lambda call, view: view.reshape(call.plan),
+    view=lambda call, view: view.reshape(call.plan), chunk=chunks.RESHAPE,
     doc="New shape, same elements in C order; 0 copies the input dim (unless allowzero), -1 infers."))
 
 
@@ -261,7 +262,7 @@ register(OpDef(
     tuple(Schema(v, (_DATA,), (Attr("perm", "ints", None),), all_types(v)) for v in (1, 13, 21, 23, 24, 25)),
     _transpose_rule,
     reference=lambda call, xs: [np.transpose(xs[0], call.plan)],
-    view=lambda call, view: view.permute(call.plan),
+    view=lambda call, view: view.permute(call.plan), chunk=chunks.TRANSPOSE,
     doc="Permute dims (default: reverse them)."))
 
 
@@ -316,7 +317,7 @@ register(OpDef(
           for v in (8, 13)),
     _expand_rule,
     reference=lambda call, xs: [np.broadcast_to(xs[0], call.plan)],
-    view=lambda call, view: view.expand(call.plan),
+    view=lambda call, view: view.expand(call.plan), chunk=chunks.EXPAND,
     doc="Broadcast to `shape` by numpy's rules (stride-0 view); the result may exceed `shape`."))
 
 

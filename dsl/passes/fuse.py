@@ -71,7 +71,7 @@ def _fusable(node: Node, call, opdef) -> bool:
     if not all(_tensor_ok(v) for v in list(node.inputs) + list(node.outputs)):
         return False
     if opdef.view is not None and len(node.outputs) == 1:
-        return call.plan is not None or opdef.name == "Identity"
+        return call.plan is not None
     return isinstance(opdef.kernel, Elementwise) and opdef.kernel.fusable(call) and len(node.outputs) == 1
 
 
@@ -117,7 +117,7 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set) -> lis
     fusable = {}
     for node in graph.nodes:
         opdef = registry.get(node.op_type, node.name, node.domain)
-        fusable[id(node)] = node.op_type != "Constant" and _fusable(node, calls[id(node)], opdef)
+        fusable[id(node)] = _fusable(node, calls[id(node)], opdef)
         for value in node.outputs:
             producer[value.name] = (node, calls[id(node)], opdef)
     needed = {v.name for v in graph.outputs}
@@ -168,8 +168,8 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set) -> lis
                                          for n in together]))
             continue
         if not fusable[id(node)]:
-            if node.op_type == "Constant" and node.outputs[0].name in constants:
-                continue
+            if all(v.name in constants for v in node.outputs):
+                continue  # (a Constant, or a node folded at trace time: the value is there)
             steps.append(NodeStep(node, calls[id(node)], producer[node.outputs[0].name][2]))
             continue
         for value in node.outputs:

@@ -322,3 +322,14 @@ def test_tree_reductions_read_no_axis_whole(np_type):
 def test_reductions_mode_is_checked():
     with pytest.raises(dsl.UnsupportedError, match=r"reductions='pairwise'; expected one of \['whole', 'tree'\]"):
         dsl.dask.apply(stats, da.ones((4, 4), chunks=2), reductions="pairwise")
+
+
+@pytest.mark.parametrize("reductions", ["whole", "tree"])
+def test_log_softmax_keeps_its_dims_and_reads_its_axis_whole(reductions):
+    """LogSoftmax chunks as Softmax does under either reductions mode (its rule is its OpDef's,
+    by lowering kind; it is no tree reduction)."""
+    x = RNG.standard_normal((12, 10)).astype(np.float32)
+    f = lambda v: dsl.log_softmax(v * 2.0, axis=-1) + dsl.reduce_sum(v, [1])
+    lazy = dsl.dask.apply(f, da.from_array(x, chunks=(4, 10)), reductions=reductions)
+    got = lazy.compute() if not isinstance(lazy, (list, tuple)) else lazy[0].compute()
+    np.testing.assert_allclose(got, dsl.jit(f)(x), rtol=1e-6, atol=1e-6)
