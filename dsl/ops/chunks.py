@@ -122,7 +122,7 @@ def broadcast_pairs(in_shape: tuple, out_shape: tuple) -> list:
 def _quantize(dims, node, call, opdef) -> None:
     """x maps to the output one to one; per-axis parameters join x's axis; blocked ones join x's
     other dims and read the block axis (of both) whole."""
-    (kind, axis, _block), _ = call.plan
+    kind, axis = call.plan.granularity.kind, call.plan.granularity.axis
     x, out = node.inputs[0], node.outputs[0]
     for k in range(len(x.type.shape)):
         if x.type.shape[k] != 1:

@@ -6,6 +6,8 @@ scalar np.maximum / np.minimum follow the same rule, numpy's SIMD loops do not f
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import ml_dtypes
 import numpy as np
 
@@ -94,6 +96,18 @@ _FLT_MAX = float(np.finfo(np.float32).max)
 INPUT = "input"  # plan marker: the bound comes from the min / max input
 
 
+@dataclass(frozen=True)
+class ClipPlan:
+    """Clip's bounds (``call.plan``): each INPUT (the min / max input), a float already rounded
+    to T, or None (no bound)."""
+
+    low: object
+    high: object
+
+    def __iter__(self):
+        return iter((self.low, self.high))
+
+
 def _type_limit(dt, upper: bool):
     """numeric_limits lowest / max of a float type (None for integers: no clamping)."""
     if dt.kind != "float":
@@ -120,7 +134,7 @@ def _clip_rule(call: Call) -> list:
             bounds.append(INPUT)
         else:
             bounds.append(_type_limit(data.dtype, index == 2))
-    call.plan = tuple(bounds)  # (low, high): INPUT, a float already rounded to T, or None
+    call.plan = ClipPlan(*bounds)
     return [TensorType(data.dtype, data.shape)]
 
 

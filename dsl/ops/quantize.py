@@ -17,10 +17,13 @@ reference agree on each of them unless said otherwise):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .. import dtypes, kir
 from ..convert import convert, to_wide
+from ..dtypes import DType
 from ..errors import DslError, DTypeError, InputError
 from ..ir import TensorType
 from ..view import BlockedView
@@ -63,13 +66,31 @@ def _axis(call: Call, rank: int) -> int:
     return axis + rank if axis < 0 else axis
 
 
-def _check_granularity(call: Call, x_shape: tuple, scale_shape: tuple, name: str) -> tuple:
-    """Validate the scale's shape; returns ('tensor'|'axis'|'block', axis, block_size)."""
+@dataclass(frozen=True)
+class Granularity:
+    """How a scale (and zero point) applies to x: ``kind`` 'tensor' (one value), 'axis' (one per
+    index of ``axis``) or 'block' (one per ``block`` consecutive indices of ``axis``)."""
+
+    kind: str
+    axis: int | None = None
+    block: int = 0
+
+
+@dataclass(frozen=True)
+class QuantPlan:
+    """What a Quantize / DequantizeLinear rule decided (``call.plan``)."""
+
+    granularity: Granularity
+    out: DType  # the output element type
+
+
+def _check_granularity(call: Call, x_shape: tuple, scale_shape: tuple, name: str) -> Granularity:
+    """Validate the scale's shape; returns its Granularity."""
     block = call.attrs.get("block_size", 0)
     if block < 0:
         call.fail(f"block_size {block} must be >= 0", InputError)
     if len(scale_shape) == 0 or (len(scale_shape) == 1 and scale_shape[0] == 1 and not block):
-        return ("tensor", None, 0)
+        return Granularity("tensor")
     if call.version < 13 or (call.version < 21 and len(scale_shape) > 1):
         call.fail(f"{name} must be a scalar{' or 1-D' if call.version >= 13 else ''} at version "
                   f"{call.version}, got shape {list(scale_shape)}")
@@ -79,17 +100,17 @@ def _check_granularity(call: Call, x_shape: tuple, scale_shape: tuple, name: str
         if len(scale_shape) != 1 or scale_shape[0] != x_shape[axis]:
             call.fail(f"per-axis {name} shape {list(scale_shape)} must be [{x_shape[axis]}] "
                       f"(input shape {list(x_shape)}, axis {axis})")
-        return ("axis", axis, 0)
+        return Granularity("axis", axis)
     expected = list(x_shape)
     expected[axis] = -(-x_shape[axis] // block)
     if list(scale_shape) != expected:
         call.fail(f"blocked {name} shape {list(scale_shape)} does not match input shape {list(x_shape)} "
                   f"with axis {axis} and block_size {block}; expected {expected}")
-    return ("block", axis, block)
+    return Granularity("block", axis, block)
 
 
-def _expand_param(param: np.ndarray, x_shape: tuple, plan: tuple) -> np.ndarray:
-    kind, axis, block = plan
+def _expand_param(param: np.ndarray, x_shape: tuple, granularity: Granularity) -> np.ndarray:
+    kind, axis, block = granularity.kind, granularity.axis, granularity.block
     if kind == "tensor":
         return param.reshape(())
     if kind == "axis":
@@ -138,14 +159,14 @@ def _dequantize_rule(call: Call) -> list:
         what = f"output_dtype {out}" if requested else f"output type {out} (the x_scale type; set output_dtype)"
         call.fail(f"{what} is not one of ['bfloat16', 'float', 'float16']", DTypeError)
     if x_type.shape is not None and scale_type.shape is not None:
-        call.plan = (_check_granularity(call, x_type.shape, scale_type.shape, "x_scale"), out)
+        call.plan = QuantPlan(_check_granularity(call, x_type.shape, scale_type.shape, "x_scale"), out)
     return [TensorType(out, x_type.shape)]
 
 
 def _dequantize(call: Call, xs: list) -> list:
     x, scale = xs[0], xs[1]
     zero_point = xs[2] if len(xs) > 2 else None
-    granularity, out = call.plan
+    granularity, out = call.plan.granularity, call.plan.out
     source = dtypes.of_array(x)
     wide = to_wide(x, source)
     if zero_point is not None:
@@ -176,7 +197,8 @@ def _param_path(call: Call, index: int) -> tuple:
     """How a scale / zero point reads at x's shape: per axis, [D] seen as [1, .., D, .., 1];
     blocked, each value spread over its block of ``block_size`` along the axis (a BlockedView,
     indexed as i // block_size by the kernel)."""
-    (kind, axis, block), _ = call.plan
+    granularity = call.plan.granularity
+    kind, axis, block = granularity.kind, granularity.axis, granularity.block
     if index == 0 or kind == "tensor" or len(call.types[index].shape) == 0:
         return ()  # (a scalar zero point beside a one-element scale broadcasts as it is)
     x_shape = call.types[0].shape
@@ -235,7 +257,7 @@ def _quantize_rule(call: Call) -> list:
     if precision is not None and precision not in _FLOAT_OUT:
         call.fail(f"precision {precision} must be float, float16 or bfloat16", DTypeError)
     if x_type.shape is not None and scale_type.shape is not None:
-        call.plan = (_check_granularity(call, x_type.shape, scale_type.shape, "y_scale"), out)
+        call.plan = QuantPlan(_check_granularity(call, x_type.shape, scale_type.shape, "y_scale"), out)
     return [TensorType(out, x_type.shape)]
 
 
@@ -253,7 +275,7 @@ def _division_operand(array: np.ndarray, division) -> np.ndarray:
 def _quantize(call: Call, xs: list) -> list:
     x, scale = xs[0], xs[1]
     zero_point = xs[2] if len(xs) > 2 else None
-    granularity, out = call.plan
+    granularity, out = call.plan.granularity, call.plan.out
     precision = call.attrs.get("precision") or 0
     division = dtypes.dtype(precision) if precision else dtypes.of_array(scale)
     x_wide = _division_operand(x, division)
@@ -299,7 +321,7 @@ def _quantize_expr(call: Call, args: list) -> kir.Expr:
     x, scale = args[0], args[1]
     zp = args[2] if len(args) > 2 else None
     quotient = kir.binary("div", kir.convert(x, "float32"), kir.convert(scale, "float32"))
-    out = call.plan[1].onnx_name
+    out = call.plan.out.onnx_name
     if out in _INT_RANGES:
         low, high = _INT_RANGES[out]
         zero = kir.const(0, "int64") if zp is None else kir.convert(zp, "int64")

@@ -334,7 +334,7 @@ def _shape_rule(call: Call) -> list:
     end = rank if end is None else end
     start, end = (min(max(v + rank if v < 0 else v, 0), rank) for v in (start, end))
     dims = data.shape[start:end] if start < end else ()
-    call.plan = (start, max(start, end))
+    call.plan = slice(start, max(start, end))  # (the dims it returns)
     if all(isinstance(d, int) for d in dims):
         call.folded = [np.array(dims, np.int64)]
     return [TensorType(INT64_T, (len(dims),))]
@@ -347,5 +347,5 @@ register(OpDef(
     tuple(Schema(v, (_DATA,), (Attr("start", "int", 0), Attr("end", "int", None)) if v >= 15 else (),
                  all_types(v)) for v in (1, 13, 15, 19, 21, 23, 24, 25)),
     _shape_rule,
-    reference=lambda call, xs: [np.array(np.shape(xs[0])[call.plan[0]:call.plan[1]], np.int64)],
+    reference=lambda call, xs: [np.array(np.shape(xs[0])[call.plan], np.int64)],
     doc="The input's dims [start:end) as int64 (out-of-range start/end are clamped)."))
