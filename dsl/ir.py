@@ -106,13 +106,23 @@ def type_of_array(array) -> TensorType:
 
 @dataclass(eq=False)
 class Value:
-    """A named SSA value; ``type`` may be filled in by shape inference."""
+    """A named SSA value; ``type`` may be filled in by shape inference. ``producer`` is the node
+    that defines it (None for graph inputs and initializers) and ``users`` the nodes that read
+    it, in the order they were made (each once); a Node links itself when it is made."""
 
     name: str
     type: ValueType | None = None
+    producer: Node | None = field(default=None, repr=False)
+    users: list = field(default_factory=list, repr=False)
 
     def __repr__(self) -> str:
         return f"%{self.name}"
+
+    def __getstate__(self) -> dict:  # (links are rebuilt by the nodes: a pickle stays flat, not graph-deep)
+        return {"name": self.name, "type": self.type}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, producer=None, users=[])
 
 
 @dataclass(eq=False)
@@ -125,6 +135,17 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
     name: str = ""
     domain: str = ""
+
+    def __post_init__(self):
+        for value in self.outputs:
+            value.producer = self
+        for value in self.inputs:
+            if value is not None and not any(user is self for user in value.users):
+                value.users.append(self)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
 
 
 @dataclass(eq=False)
@@ -156,6 +177,11 @@ class Graph:
         for value in self.outputs:
             if value.name not in defined:
                 raise DslError(f"graph {self.name!r}: output {value.name!r} is never defined")
+        for node in self.nodes:  # (the links partitioning walks)
+            for value in node.outputs:
+                if value.producer is not node:
+                    raise DslError(f"{node.op_type} (node {node.name!r}): output {value.name!r} names "
+                                   f"another producer")
 
     def __str__(self) -> str:
         return format_graph(self)

@@ -132,7 +132,7 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set) -> lis
     # reductions read only by elementwise ops of their input's shape compute inside the kernels of
     # those ops' results (stages): layer norm is one kernel
     staged = _staged([n for n in graph.nodes if (id(n) in rows or id(n) in any_axis) and n.outputs[0].name not in
-                      unstaged], fusable, producer, needed, graph)
+                      unstaged], fusable, producer, needed)
     staged_ids = {id(found[0]) for found in staged.values()}
     rows -= staged_ids
     any_axis -= staged_ids
@@ -202,7 +202,7 @@ def _with_stages(step):
     return StagedStep(step.group)
 
 
-def _staged(candidates: list, fusable: dict, producer: dict, needed: set, graph: Graph) -> dict:
+def _staged(candidates: list, fusable: dict, producer: dict, needed: set) -> dict:
     """{result name: (node, call, opdef)} of the reductions that become stages of the kernels
     reading them: a sum / mean / max / min whose result keeps the reduced axes as 1, is not needed
     (no graph output, no reader outside kernels) and reaches kernels only through elementwise
@@ -210,11 +210,6 @@ def _staged(candidates: list, fusable: dict, producer: dict, needed: set, graph:
     reduction over the same axes) or of its result's shape (rstd = 1 / sqrt(var + eps): not
     needed, computed where read). A stage is then always read broadcast back along its axes, at
     the kernel's own index."""
-    readers: dict = {}
-    for node in graph.nodes:
-        for value in node.inputs:
-            if value is not None:
-                readers.setdefault(value.name, []).append(node)
     found = {}
     for node in candidates:
         entry = producer[node.outputs[0].name]
@@ -228,23 +223,23 @@ def _staged(candidates: list, fusable: dict, producer: dict, needed: set, graph:
     while changed:
         changed = False
         for name, (node, call, _) in list(found.items()):
-            if not _stage_readers_ok(name, node, call, found, fusable, producer, needed, readers):
+            if not _stage_readers_ok(node, call, found, fusable, producer, needed):
                 del found[name]
                 changed = True
     return found
 
 
-def _stage_readers_ok(name, node, call, found, fusable, producer, needed, readers) -> bool:
+def _stage_readers_ok(node, call, found, fusable, producer, needed) -> bool:
     shape, axes = tuple(node.inputs[0].type.shape), tuple(call.plan.axes)
     per_row = tuple(node.outputs[0].type.shape)
-    stack, seen = [name], set()
+    stack, seen = [node.outputs[0]], set()
     while stack:
         value = stack.pop()
-        for reader in readers.get(value, ()):
+        for reader in value.users:
             result = reader.outputs[0].name if reader.outputs else None
             if result in found:
                 other = found[result]
-                if other[0].inputs[0].name != value or tuple(other[1].plan.axes) != axes or \
+                if other[0].inputs[0] is not value or tuple(other[1].plan.axes) != axes or \
                         tuple(other[0].inputs[0].type.shape) != shape:
                     return False
                 continue
@@ -254,7 +249,7 @@ def _stage_readers_ok(name, node, call, found, fusable, producer, needed, reader
                 return False  # (a value of the reduced shape is computed per element where it is read)
             if result not in needed and result not in seen:
                 seen.add(result)
-                stack.append(result)
+                stack.append(reader.outputs[0])
     return True
 
 
@@ -264,11 +259,6 @@ def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, ne
     elementwise nodes of the same shape (or, straight from a last-axis reduction kept as
     [..., 1], of its input's shape: see _broadcast_back), each value read by exactly one node,
     and ends at a graph output, a value needed anyway, or the last such node."""
-    readers: dict = {}
-    for node in graph.nodes:
-        for value in node.inputs:
-            if value is not None:
-                readers.setdefault(value.name, {})[id(node)] = node
     outputs = {v.name for v in graph.outputs}
     found = {}
     for node in graph.nodes:
@@ -279,7 +269,7 @@ def _epilogues(graph: Graph, row_groups: dict, fusable: dict, producer: dict, ne
         # its result is constant along the row, so they compute in a second pass over the row
         full, went_full = _broadcast_back(node, producer), False
         while value.name not in outputs and (sink is None or value.name not in needed):
-            after = list(readers.get(value.name, {}).values())
+            after = value.users
             if len(after) != 1 or not fusable[id(after[0])] or producer[after[0].outputs[0].name][2].view is not None \
                     or after[0].outputs[0].type.shape not in (shape, full):
                 break

@@ -104,3 +104,27 @@ def test_format_graph_lists_initializers_attrs_omitted_inputs_and_names():
         "}",
     ]
     assert str(graph) == format_graph(graph)
+
+
+def test_values_know_their_producer_and_users_across_copies_and_pickles():
+    import copy
+    import pickle
+    x = Value("x")
+    chain, nodes = [x], []
+    for k in range(5000):  # (deep: a pickle must not recurse through the links)
+        nodes.append(Node("Relu", [chain[-1]], [Value(f"v{k}")]))
+        chain.append(nodes[-1].outputs[0])
+    twice = Node("Add", [chain[-1], chain[-1]], [Value("y")])
+    graph = Graph("g", [x], [twice.outputs[0]], nodes + [twice])
+    assert x.producer is None and x.users == [nodes[0]]
+    assert chain[3].producer is nodes[2] and chain[3].users == [nodes[3]]
+    assert chain[-1].users == [twice]  # (read twice by one node: one user)
+    for clone in (pickle.loads(pickle.dumps(graph)), copy.deepcopy(graph)):
+        clone.verify()
+        assert clone.nodes[7].inputs[0].producer is clone.nodes[6]
+        assert clone.inputs[0].users == [clone.nodes[0]] and clone.outputs[0].producer is clone.nodes[-1]
+    stray = Value("s")
+    node = Node("Neg", [x], [stray])
+    Node("Abs", [x], [stray])  # takes the link over: node's output now names another producer
+    with pytest.raises(dsl.DslError, match="output 's' names another producer"):
+        Graph("g", [x], [stray], [node]).verify()
