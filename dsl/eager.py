@@ -81,13 +81,13 @@ def call(op_type: str, data, opset: int | None = None, **named):
     builder = current_builder([data, *named.values()])
     if builder is not None:
         return _traced(builder, opdef, opset, [data], named)
-    schema = opdef.schema(registry.LATEST_OPSET if opset is None else opset)
+    opset = registry.LATEST_OPSET if opset is None else opset
+    schema = opdef.schema(opset)
     is_tensor = isinstance(data, Tensor)
     first = data if is_tensor else as_array(data, op_type, "data")
     inputs, attrs = _bind(opdef, schema, [first], named)
-    op_call = opdef.make_call(schema, "", attrs, [None if x is None else runtime_type(x) for x in inputs],
-                              inputs)
-    out_types = opdef.infer(schema, op_call)
+    _, op_call, out_types = registry.bind(op_type, opset, [None if x is None else runtime_type(x) for x in inputs],
+                                          inputs, attrs)
     try:
         return _run(opdef, op_call, data, inputs, is_tensor)
     except MemoryError:

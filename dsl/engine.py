@@ -18,12 +18,9 @@ def run_graph(graph: Graph, feeds: dict) -> list:
     env = {name: _read_only_view(array) for name, array in graph.initializers.items()}
     env.update(feeds)
     for node in graph.nodes:
-        opdef = registry.get(node.op_type, node.name, node.domain)
-        schema = opdef.schema(graph.opset, node.name)
         args = [None if v is None else env[v.name] for v in node.inputs]
         types = [None if v is None else runtime_type(a) for v, a in zip(node.inputs, args)]
-        call = opdef.make_call(schema, node.name, node.attrs, types, args)
-        out_types = opdef.infer(schema, call)
+        opdef, call, out_types = registry.bind(node, graph.opset, types, args)
         try:
             results = opdef.reference(call, args)
         except MemoryError:

@@ -179,13 +179,10 @@ class Builder:
         if self.finished:
             raise DslError(f"{op_type}: a traced value of {self.graph.name} was used after its trace ended (it "
                            f"escaped its @dsl.jit function, e.g. stored outside it); pass arrays instead")
-        opdef = registry.get(op_type)
-        schema = opdef.schema(self.graph.opset)
         types = [None if v is None else v.type for v in inputs]
         values = [None if v is None else self.constants.get(v.name) for v in inputs]
         node_name = self.fresh(op_type.lower() + "_")
-        call = opdef.make_call(schema, node_name, attrs, types, values)
-        out_types = opdef.infer(schema, call)
+        opdef, call, out_types = registry.bind(op_type, self.graph.opset, types, values, attrs, node_name)
         outputs = [Tracer(self.fresh("v"), t, self) for t in out_types]
         node = Node(op_type, list(inputs), outputs, attrs, node_name)
         self.graph.nodes.append(node)

@@ -104,3 +104,18 @@ def test_no_op_name_comparisons_outside_the_op_definitions():
                 if hits:
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno} {hits}")
     assert not found, found
+
+
+def test_one_bind_serves_the_trace_inference_and_both_engines():
+    """Ops are checked and planned only through dsl.ops.registry.bind: no other module makes a
+    Call or runs a rule itself."""
+    found = []
+    for path in (ROOT / "dsl").rglob("*.py"):
+        if path.relative_to(ROOT).as_posix() == "dsl/ops/registry.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("make_call", "infer") and \
+                    isinstance(node.ctx, ast.Load) and not (isinstance(node.value, ast.Name) and
+                                                            node.value.id == "infer_shapes"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+    assert not found, found

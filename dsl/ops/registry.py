@@ -285,6 +285,24 @@ def register(opdef: OpDef) -> OpDef:
     return opdef
 
 
+def bind(node, opset: int, types: list, values: list, attrs: dict | None = None, name: str = "",
+         infer: bool = True) -> tuple:
+    """The one way an application of an op is checked and planned, for the trace, shape
+    inference and both engines: ``node`` is an ir.Node (its op, attributes, name and domain) or
+    an op name (with ``attrs`` and the node ``name`` it will have, if any); ``types`` and
+    ``values`` are per input (None where absent / unknown). Returns (OpDef, its planned Call, the
+    output types, None without ``infer``: attributes checked only, for inputs of unknown type); a
+    DslError names the op, the node and what was wrong."""
+    if isinstance(node, str):
+        op_type, domain = node, ""
+    else:
+        op_type, name, domain, attrs = node.op_type, node.name, node.domain, node.attrs
+    opdef = get(op_type, name, domain)
+    schema = opdef.schema(opset, name)
+    call = opdef.make_call(schema, name, attrs or {}, types, values)
+    return opdef, call, opdef.infer(schema, call) if infer else None
+
+
 def get(op_type: str, node: str = "", domain: str = "") -> OpDef:
     """The registered op, or UnsupportedError naming it."""
     if domain not in ("", "ai.onnx") or op_type not in _REGISTRY:

@@ -69,14 +69,12 @@ def fold(opdef, call, inputs: list, values: list, consts: dict, outputs: list, o
 
 def _infer_node(graph: Graph, node, types: dict, consts: dict, calls: dict) -> list:
     """Output types of one node; records its Call in ``calls`` and constant outputs in ``consts``."""
-    opdef = registry.get(node.op_type, node.name, node.domain)
-    schema = opdef.schema(graph.opset, node.name)
     in_types = [None if v is None else types.get(v.name) for v in node.inputs]
     values = [None if v is None else consts.get(v.name) for v in node.inputs]
-    call = opdef.make_call(schema, node.name, node.attrs, in_types, values)
     if any(t is None for t, v in zip(in_types, node.inputs) if v is not None):
-        return [None] * len(node.outputs)  # an input of unknown type: nothing to infer
-    out_types = opdef.infer(schema, call)
+        registry.bind(node, graph.opset, in_types, values, infer=False)
+        return [None] * len(node.outputs)  # an input of unknown type: nothing to infer (the attributes checked)
+    opdef, call, out_types = registry.bind(node, graph.opset, in_types, values)
     calls[id(node)] = call
     if len(node.outputs) > len(out_types):
         raise InputError(f"{node.op_type} (node {node.name!r}): has {len(node.outputs)} outputs "
