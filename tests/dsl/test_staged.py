@@ -63,6 +63,24 @@ def test_layer_norm_matches_numpy_on_transposed_and_integer_inputs():
     assert dsl.compare(h, q, g, b, rtol=0, atol=0).ok
 
 
+@pytest.mark.parametrize("axes, blocked", [([-1], False), ([0], False), ([-1], True), ([0], True)])
+def test_rms_norm_of_packed_int4_weights_is_one_kernel(axes, blocked):
+    """Packed int4 codes dequantized (per tensor, or blocks of 8 along the last axis) and
+    RMS-normalized over either axis: the 4-bit loads, the blocked scale and both passes in one
+    kernel."""
+    import ml_dtypes
+    codes = RNG.integers(-8, 8, (24, 32)).astype(ml_dtypes.int4)
+    weights = dsl.Tensor.from_numpy(codes)
+    scale = (RNG.random((24, 4)).astype(np.float32) + 0.5) if blocked else np.float32(0.25)
+    g = RNG.standard_normal(32).astype(np.float32)
+    kwargs = {"axis": 1, "block_size": 8} if blocked else {}
+    f = dsl.jit(lambda w, s, g: rms_norm(axes)(dsl.dequantize_linear(w, s, **kwargs), g, None))
+    assert f.executable(weights, scale, g).kernel_count == 1 and staged_count(f, weights, scale, g) == 1
+    w = codes.astype(np.float32) * (np.repeat(scale, 8, axis=1) if blocked else scale)
+    m = (w * w).astype(np.float64).mean(tuple(axes), keepdims=True).astype(np.float32)
+    np.testing.assert_array_equal(f(weights, scale, g), w / np.sqrt(m + np.float32(1e-6)) * g)
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int8", "uint32"])
 @pytest.mark.parametrize("axes", [[-1], [0]])
 def test_integer_x_minus_max_is_one_kernel(dtype, axes):
