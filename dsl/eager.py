@@ -20,6 +20,12 @@ def _unless(value, default):
     return None if _is_int(value) and value == default else value
 
 
+def _index_input(spec) -> bool:
+    """An input of axes / shapes / indices (its own integer types, read by the rule): Python ints
+    and lists become int64 arrays. Range's start / limit / delta take the data's type instead."""
+    return spec.needs_value and spec.types is not None
+
+
 def _bind(opdef, schema, positional, named):
     """Split named arguments into schema inputs and attributes for this version."""
     inputs = list(positional) + [None] * (len(schema.inputs) - len(positional))
@@ -28,7 +34,7 @@ def _bind(opdef, schema, positional, named):
         index = schema.input_index(name)
         if index is not None:
             if value is not None:
-                inputs[index] = int_vector(value, opdef.name, name) if schema.inputs[index].needs_value \
+                inputs[index] = int_vector(value, opdef.name, name) if _index_input(schema.inputs[index]) \
                     else as_array(value, opdef.name, name)
         elif schema.attr(name) is not None:
             # one int where a list is expected, as the axes input of later versions accepts
@@ -65,7 +71,7 @@ def _traced(builder, opdef, opset, positional: list, named: dict):
     for spec, value in zip(schema.inputs, inputs):
         if value is None or isinstance(value, Tracer):
             lifted.append(value)
-        elif spec.needs_value:
+        elif _index_input(spec):
             lifted.append(builder.lift(int_vector(value, opdef.name, spec.name)))
         else:
             lifted.append(builder.lift(value, next((v for v in inputs if isinstance(v, Tracer)), None)))

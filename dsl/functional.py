@@ -15,6 +15,7 @@ from . import dtypes
 from .eager import call
 from .errors import InputError
 from .ops.minmax import MAX_INPUTS
+from .ops.movement import MAX_INPUTS as MOVEMENT_MAX_INPUTS
 from .ops.registry import LATEST_OPSET
 from .tensor import Tensor
 from .trace import Tracer, current_builder
@@ -412,3 +413,81 @@ def matmul(a, b, *, opset: int | None = None):
         [3.0, 4.0]
     """
     return _binary("MatMul", a, b, opset)
+
+
+# ---- data movement --------------------------------------------------------------------------------
+def slice(data, starts, ends, axes=None, steps=None, *, opset: int | None = None):  # noqa: A001  (the ONNX op's name)
+    """ONNX Slice: a strided window along ``axes`` (default: the first len(starts) axes), numpy's
+    basic slicing with ONNX's clamping (negative starts / ends count from the end; out-of-range
+    values clamp; negative steps walk backward). numpy in -> a numpy VIEW out.
+
+    Example:
+        >>> slice(np.arange(6), [1], [-1], steps=[2]).tolist()
+        [1, 3]
+    """
+    return call("Slice", data, opset, starts=starts, ends=ends, axes=axes, steps=steps)
+
+
+def concat(inputs, axis, *, opset: int | None = None):
+    """ONNX Concat: join a list of tensors along ``axis`` (the other dims must match).
+
+    Example:
+        >>> concat([np.zeros((1, 2)), np.ones((1, 2))], 0).tolist()
+        [[0.0, 0.0], [1.0, 1.0]]
+    """
+    items = list(inputs) if isinstance(inputs, (list, tuple)) else None
+    if not items or len(items) > MOVEMENT_MAX_INPUTS:
+        raise InputError(f"Concat: inputs must be a list of 1 to {MOVEMENT_MAX_INPUTS} tensors, got "
+                         f"{type(inputs).__name__ if items is None else len(items)}")
+    return call("Concat", items[0], opset, axis=axis, **{f"inputs_{k}": v for k, v in enumerate(items[1:], start=1)})
+
+
+def gather(data, indices, axis=0, *, opset: int | None = None):
+    """ONNX Gather: entries of ``data`` along ``axis`` at ``indices`` (int32 / int64, any shape;
+    negative indices count from the end); an index out of range is a DslError.
+
+    Example:
+        >>> gather(np.array([10, 20, 30]), np.array([[2, 0]])).tolist()
+        [[30, 10]]
+    """
+    return call("Gather", data, opset, indices=indices, axis=axis)
+
+
+def size(data, *, opset: int | None = None):
+    """ONNX Size: the number of elements of ``data`` as an int64 scalar.
+
+    Example:
+        >>> int(size(np.zeros((2, 3))))
+        6
+    """
+    return call("Size", data, opset)
+
+
+def constant_of_shape(input, value=None, *, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX ConstantOfShape: a tensor of shape ``input`` (1-D int64; empty: a scalar), every element
+    ``value`` (a one-element array whose type the output takes; default float32 0).
+
+    Example:
+        >>> constant_of_shape([2], np.array([7], np.int8)).tolist()
+        [7, 7]
+    """
+    shape = input if isinstance(input, (np.ndarray, Tensor, Tracer)) else np.array(list(input), np.int64)
+    return call("ConstantOfShape", shape, opset, value=value)
+
+
+def range(start, limit, delta, *, opset: int | None = None):  # noqa: A001  (the ONNX op's name)
+    """ONNX Range: start, start + delta, ... up to ``limit`` (exclusive), in the scalars' type
+    (Python numbers take the type of the others, int64 / float32 when all are Python numbers).
+
+    Example:
+        >>> range(np.int32(10), 4, -2).tolist()
+        [10, 8, 6]
+    """
+    values = [start, limit, delta]
+    anchor = next((v for v in values if not _is_weak(v)), None)
+    if anchor is None:
+        kind = np.float32 if any(isinstance(v, float) for v in values) else np.int64
+        values = [np.asarray(v, kind) for v in values]
+    else:
+        values = [_weak("Range", v, anchor) for v in values]
+    return call("Range", values[0], opset, limit=values[1], delta=values[2])

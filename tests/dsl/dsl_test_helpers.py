@@ -56,6 +56,18 @@ def schemas_with_onnx(op: str) -> list[tuple]:
     return [(schema, onnx.defs.get_schema(op, schema.version)) for schema in opdef.schemas]
 
 
+def assert_schema_in_force_matches_onnx(op: str, opset: int) -> None:
+    """dsl's schema of ``op`` at ``opset`` is onnx's (or, where onnx has none, an UnsupportedError)."""
+    import pytest
+    try:
+        expected = onnx.defs.get_schema(op, opset).since_version
+    except onnx.defs.SchemaError:
+        with pytest.raises(dsl.UnsupportedError, match=rf"^{op}: not defined at opset {opset};"):
+            registry.get(op).schema(opset)
+        return
+    assert registry.get(op).schema(opset).version == expected, (op, opset)
+
+
 def assert_input_types_match_onnx(op: str, schema, spec) -> None:
     """The dsl schema's inputs have onnx's names and, each, the element types onnx allows."""
     allowed = onnx_allowed(op, schema.version)

@@ -17,7 +17,8 @@ from dsl import dtypes
 from dsl.ir import Graph, Node, TensorType, Value
 from dsl.ops import registry
 
-from dsl_test_helpers import as_tensor, assert_same, factorizations, make_array, registry_versions, snapshot
+from dsl_test_helpers import (as_tensor, assert_same, assert_schema_in_force_matches_onnx, factorizations, make_array,
+                              registry_versions, snapshot)
 
 LATEST = registry.LATEST_OPSET
 SHAPE_OPS = ["Unsqueeze", "Squeeze", "Reshape", "Flatten", "Transpose", "Expand", "Shape"]
@@ -47,13 +48,7 @@ def onnx_types(op: str, version: int) -> set[str]:
 @pytest.mark.parametrize("op", SHAPE_OPS)
 def test_schema_in_force_at_every_opset_matches_onnx(op):
     for opset in range(1, LATEST + 1):
-        try:
-            expected = onnx.defs.get_schema(op, opset).since_version
-        except onnx.defs.SchemaError:
-            with pytest.raises(dsl.UnsupportedError, match=rf"^{op}: not defined at opset {opset};"):
-                registry.get(op).schema(opset)
-            continue
-        assert registry.get(op).schema(opset).version == expected, opset
+        assert_schema_in_force_matches_onnx(op, opset)
 
 
 _V1_TYPES = set("bool complex64 complex128 float16 float double int8 int16 int32 int64 uint8 uint16 uint32 "
