@@ -11,8 +11,9 @@ from .eager import (cast, dequantize_linear, expand, flatten, identity, quantize
 from .compare import CompareReport, compare
 from .functional import (abs, add, clip, concat, constant_of_shape, div, equal, erf, exp, gather, greater,  # noqa: A004
                          greater_equal, less, less_equal, log, log_softmax, logical_and, logical_not, logical_or,
-                         matmul, maximum, minimum, mul, neg, pow, range, reciprocal, reduce_max, reduce_mean,
+                         matmul, maximum, minimum, mul, neg, pow, range, reciprocal, reduce_max, reduce_mean, reduce_min,
                          reduce_sum, relu, sigmoid, size, slice, softmax, sqrt, sub, tanh, where)
+from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
 from .lru import set_cache_limits
@@ -44,7 +45,7 @@ __all__ = [
     "unsqueeze", "squeeze", "reshape", "flatten", "transpose", "expand", "shape", "identity",
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
-    "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_mean", "softmax",
+    "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_min", "reduce_mean", "softmax",
     "log_softmax", "matmul", "slice", "concat", "gather", "size", "constant_of_shape", "range",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",

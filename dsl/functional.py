@@ -373,6 +373,16 @@ def reduce_max(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, op
     return _reduce("ReduceMax", data, axes, keepdims, noop_with_empty_axes, opset)
 
 
+def reduce_min(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceMin over ``axes``; NaN propagates, -0 < +0, False < True (opset 20 bool).
+
+    Example:
+        >>> reduce_min(np.array([[3, 1], [2, 5]], np.int32), [1], keepdims=False).tolist()
+        [1, 2]
+    """
+    return _reduce("ReduceMin", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
 def reduce_mean(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
     """ONNX ReduceMean over ``axes`` (integer means truncate toward zero).
 

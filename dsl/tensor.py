@@ -11,6 +11,7 @@ from kernels import packed as packed_kernels
 from . import dtypes
 from .dtypes import DType
 from .errors import DTypeError, InputError
+from .numpy_methods import NumpyMethods
 from .view import View
 
 
@@ -28,7 +29,7 @@ def _check_shape(shape, op: str) -> tuple[int, ...]:
     return dims
 
 
-class Tensor:
+class Tensor(NumpyMethods):
     """An n-d array of any ONNX element type over a flat storage buffer.
 
     For byte-or-wider types the buffer is a 1-D numpy array of the storage dtype; for
@@ -171,6 +172,7 @@ class Tensor:
     def with_view(self, view: View) -> "Tensor":
         """The same buffer seen through another view."""
         return Tensor(self.buffer, self.dtype, view)
+
 
     def __repr__(self) -> str:
         return f"Tensor({self.dtype.onnx_name}{list(self.shape)})"

@@ -11,11 +11,12 @@ import numpy as np
 from . import dtypes
 from .errors import DslError, InputError, UnsupportedAttributeError, UnsupportedError
 from .ir import Graph, Node, TensorType, Value, type_of_array
+from .numpy_methods import NumpyMethods
 from .ops import registry
 from .passes.infer_shapes import fold
 from .values import as_array, weak_scalar
 
-class Tracer(Value):
+class Tracer(Value, NumpyMethods):
     """A symbolic tensor inside a traced function."""
 
     def __init__(self, name: str, value_type, builder: "Builder"):
@@ -55,7 +56,8 @@ class Tracer(Value):
         if name.startswith("__"):  # (Python's protocols probe for these: keep them AttributeErrors)
             raise AttributeError(name)
         raise UnsupportedAttributeError(f"jit: traced tensor %{self.name} has no attribute {name!r}; traced "
-                                        f"values have .shape, .ndim and .dtype")
+                                        f"values have .shape, .ndim, .dtype, .T, .mT, .astype, .reshape, .sum, "
+                                        f".mean, .max, .min and [] indexing")
 
     def __len__(self):
         self._unsupported("len()")
@@ -63,8 +65,8 @@ class Tracer(Value):
     def __iter__(self):
         self._unsupported("iteration")
 
-    def __getitem__(self, key):
-        self._unsupported(f"indexing [{key!r:.40}]")
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return self._frontend.array_ufunc(self, ufunc, method, *inputs, **kwargs)
 
     def __setitem__(self, key, value):
         self._unsupported("item assignment (traced tensors are immutable)")

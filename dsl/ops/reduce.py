@@ -138,6 +138,20 @@ def _max(x: np.ndarray, plan: ReducePlan, dt) -> np.ndarray:
     return finish(result, dt)
 
 
+def _min(x: np.ndarray, plan: ReducePlan, dt) -> np.ndarray:
+    """ReduceMax's mirror: False < True for bool (20+), IEEE 754-2019 minimum (-0 < +0, NaN
+    propagates) for floats."""
+    if dt.kind == "bool":
+        return np.asarray(np.logical_and.reduce(x, axis=plan.axes, keepdims=plan.keepdims, initial=True))
+    wide = domain_array(x)
+    highest = np.inf if wide.dtype.kind == "f" else np.iinfo(wide.dtype).max
+    result = np.minimum.reduce(wide, axis=plan.axes, keepdims=plan.keepdims, initial=highest)
+    if wide.dtype.kind == "f":
+        negative_zero = np.any((wide == 0) & np.signbit(wide), axis=plan.axes, keepdims=plan.keepdims)
+        result = np.where((result == 0) & negative_zero, -wide.dtype.type(0), result)
+    return finish(result, dt)
+
+
 def _reduce_reference(reducer):
     def reference(call: Call, xs: list) -> list:
         if call.plan.identity:
@@ -154,8 +168,10 @@ _REDUCE_TYPES = {
                   18: _WIDE + ("int8", "uint8") + BF16, 20: _WIDE + ("int8", "uint8", "bool") + BF16},
     "ReduceMean": {1: _WIDE, 11: _WIDE, 13: _WIDE + BF16, 18: _WIDE + BF16},
 }
-_AXES_INPUT_SINCE = {"ReduceSum": 13, "ReduceMax": 18, "ReduceMean": 18}
-_REDUCERS = {"ReduceSum": (_sum, "sum"), "ReduceMax": (_max, "max"), "ReduceMean": (_mean, "mean")}
+_REDUCE_TYPES["ReduceMin"] = dict(_REDUCE_TYPES["ReduceMax"])  # (the same versions and type sets)
+_AXES_INPUT_SINCE = {"ReduceSum": 13, "ReduceMax": 18, "ReduceMin": 18, "ReduceMean": 18}
+_REDUCERS = {"ReduceSum": (_sum, "sum"), "ReduceMax": (_max, "max"), "ReduceMin": (_min, "min"),
+             "ReduceMean": (_mean, "mean")}
 
 
 def _reduce_schema(name: str, version: int, names: tuple) -> Schema:

@@ -15,7 +15,8 @@ from dsl.ops import registry
 
 from dsl_test_helpers import allowed_types, onnx_versions, schemas_with_onnx
 
-REDUCE = {"ReduceSum": dsl.reduce_sum, "ReduceMax": dsl.reduce_max, "ReduceMean": dsl.reduce_mean}
+REDUCE = {"ReduceSum": dsl.reduce_sum, "ReduceMax": dsl.reduce_max, "ReduceMean": dsl.reduce_mean,
+          "ReduceMin": dsl.reduce_min}
 
 
 @pytest.mark.parametrize("op", [*REDUCE, "Softmax"])
@@ -80,6 +81,11 @@ def _row_fn(op: str, dt):
         if dt.kind != "float":
             return lambda r: 0 if not r else (abs(sum(r)) // len(r)) * (1 if sum(r) >= 0 else -1)
         return lambda r: math.nan if not r else _float_result(math.fsum(r) / len(r), dt)
+    if op == "ReduceMin":
+        if dt.kind == "bool":
+            return lambda r: all(r)
+        highest = math.inf if dt.kind == "float" else int(ml_dtypes.iinfo(dt.np_dtype).max)
+        return lambda r: math.nan if any(v != v for v in r) else min(r, default=highest)
     if dt.kind == "bool":
         return lambda r: any(r)
     lowest = -math.inf if dt.kind == "float" else int(ml_dtypes.iinfo(dt.np_dtype).min)
@@ -118,10 +124,10 @@ AXES_CASES = [((2, 3, 4), [1], True, (1,)), ((2, 3, 4), [-1, 0], False, (0, 2)),
 @pytest.mark.parametrize("op, version, dt", REDUCE_CASES, ids=[f"{o}-{v}-{d}" for o, v, d in REDUCE_CASES])
 def test_reduction_eager_every_version_and_type(op, version, dt):
     for seed, (shape, axes, keepdims, normalized) in enumerate(AXES_CASES):
-        x = sample(dt, shape, seed, finite=op != "ReduceMax")
+        x = sample(dt, shape, seed, finite=op not in ("ReduceMax", "ReduceMin"))
         got = REDUCE[op](x, axes, keepdims=keepdims, opset=version)
         want = per_row(x, normalized, keepdims, _row_fn(op, dt), dt.np_dtype)
-        assert_close(got, want, 0 if op == "ReduceMax" else 1)
+        assert_close(got, want, 0 if op in ("ReduceMax", "ReduceMin") else 1)
 
 
 @pytest.mark.parametrize("op", list(REDUCE))
@@ -273,9 +279,10 @@ def test_log_softmax_stays_finite_where_softmax_underflows():
 
 
 # ---- jit: last-axis reductions fuse into Row kernels, other axes run the reference -------------------------
-JIT_ROWS = [("float", ["ReduceSum", "ReduceMax", "ReduceMean", "Softmax"]), ("float16", ["ReduceSum", "Softmax"]),
-            ("bfloat16", ["ReduceMax", "ReduceMean"]), ("double", ["ReduceMean", "Softmax"]),
-            ("int32", ["ReduceSum", "ReduceMean"]), ("int8", ["ReduceMax"]), ("uint64", ["ReduceSum"])]
+JIT_ROWS = [("float", ["ReduceSum", "ReduceMax", "ReduceMean", "Softmax", "ReduceMin"]),
+            ("float16", ["ReduceSum", "Softmax"]), ("bfloat16", ["ReduceMax", "ReduceMean", "ReduceMin"]),
+            ("double", ["ReduceMean", "Softmax"]), ("int32", ["ReduceSum", "ReduceMean", "ReduceMin"]),
+            ("int8", ["ReduceMax"]), ("uint64", ["ReduceSum"]), ("uint32", ["ReduceMin"])]
 FUNCTIONS = {**REDUCE, "Softmax": lambda x, axes, keepdims: dsl.softmax(x)}
 
 
@@ -293,7 +300,7 @@ def test_last_axis_reductions_fuse_with_their_producer(name, ops):
     assert kernel.executable(x).kernel_count == len(ops)  # each a Row kernel with the Abs fused in
     for k, (op, got) in enumerate(zip(ops, outs)):
         want = FUNCTIONS[op](dsl.abs(x) if dt.kind != "uint" else x, [-1], keepdims=k % 2 == 0)
-        assert_close(got, want, 0 if op == "ReduceMax" or dt.kind != "float" else 2)
+        assert_close(got, want, 0 if op in ("ReduceMax", "ReduceMin") or dt.kind != "float" else 2)
 
 
 def test_other_axes_fuse_too_and_empty_rows_run_the_reference_in_jit():
