@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["ChunkRule", "ELEMENTWISE", "EXPAND", "MATMUL", "QUANTIZE", "RESHAPE", "ROW", "TRANSPOSE", "VIEW",
+__all__ = ["ChunkRule", "CONCAT", "ELEMENTWISE", "EXPAND", "GATHER", "MATMUL", "QUANTIZE", "RESHAPE", "ROW", "SLICE",
+           "TRANSPOSE", "VIEW",
            "axis_pairs"]
 
 
@@ -142,6 +143,46 @@ def _quantize(dims, node, call, opdef) -> None:
         dims.mark_whole(x, axis, node)
 
 
+def _slice(dims, node, call, opdef) -> None:
+    """Axes a Slice leaves whole map one to one; a sliced axis is read whole (and its output
+    axis, of another size, is one chunk)."""
+    data, out = node.inputs[0], node.outputs[0]
+    for axis, (start, step, count) in enumerate(call.plan.axes):
+        if (start, step, count) == (0, 1, data.type.shape[axis]):
+            dims.join(data, axis, out, axis)
+        else:
+            dims.mark_whole(data, axis, node)
+            dims.mark_whole(out, axis, node)
+
+
+def _concat(dims, node, call, opdef) -> None:
+    """The other dims of every input map to the output's; the concatenated axis is one chunk."""
+    out, axis = node.outputs[0], call.plan
+    for value in node.inputs:
+        if value is None:
+            continue
+        for k in range(len(out.type.shape)):
+            if k != axis and value.type.shape[k] != 1:
+                dims.join(value, k, out, k)
+        dims.mark_whole(value, axis, node)
+    dims.mark_whole(out, axis, node)
+
+
+def _gather(dims, node, call, opdef) -> None:
+    """data's other dims map to the output's around the indices' dims, which map to theirs; the
+    gathered axis of data is read whole."""
+    data, indices, out = node.inputs[0], node.inputs[1], node.outputs[0]
+    axis, q = call.plan, len(indices.type.shape)
+    for k in range(len(data.type.shape)):
+        if k == axis:
+            dims.mark_whole(data, k, node)
+        elif data.type.shape[k] != 1:
+            dims.join(data, k, out, k if k < axis else k + q - 1)
+    for k in range(q):
+        if indices.type.shape[k] != 1:
+            dims.join(indices, k, out, axis + k)
+
+
 def _reshape_attrs(attrs: dict, opset: int) -> dict:
     """A Reshape replayed at chunk shapes gets explicit sizes; allowzero keeps a 0-size chunk dim
     from meaning 'copy the input dim'."""
@@ -156,3 +197,6 @@ EXPAND = ChunkRule("expand", _expand, shape_input=1)
 ROW = ChunkRule("row", _row)
 MATMUL = ChunkRule("matmul", _matmul)
 QUANTIZE = ChunkRule("quantize", _quantize)
+SLICE = ChunkRule("slice", _slice)
+CONCAT = ChunkRule("concat", _concat)
+GATHER = ChunkRule("gather", _gather)

@@ -15,6 +15,7 @@ from .. import dtypes
 from ..dtypes import all_types
 from ..errors import InputError
 from ..ir import TensorType
+from . import chunks
 from .registry import INT64_MAX, INT64_MIN, Attr, Call, Input, OpDef, Schema, register
 from .shape import normalize_axes
 
@@ -139,7 +140,7 @@ def _slice_schemas() -> tuple[Schema, ...]:
 
 
 register(OpDef(
-    "Slice", _slice_schemas(), _slice_rule, reference=_slice_reference, view=_slice_view,
+    "Slice", _slice_schemas(), _slice_rule, reference=_slice_reference, view=_slice_view, chunk=chunks.SLICE,
     doc="A strided window along some axes (numpy's basic slicing with ONNX's clamping); a view."))
 
 
@@ -194,7 +195,7 @@ def _concat_schemas() -> tuple[Schema, ...]:
 
 
 register(OpDef(
-    "Concat", _concat_schemas(), _concat_rule, reference=_concat_reference,
+    "Concat", _concat_schemas(), _concat_rule, reference=_concat_reference, chunk=chunks.CONCAT,
     doc="Join tensors along `axis` (all other dims equal)."))
 
 
@@ -239,7 +240,7 @@ register(OpDef(
     "Gather",
     tuple(Schema(v, (Input("data"), Input("indices", _TIND)), (Attr("axis", "int", 0),),
                  all_types(v) if v >= 13 else _NO_BF16) for v in (1, 11, 13)),
-    _gather_rule, reference=_gather_reference,
+    _gather_rule, reference=_gather_reference, chunk=chunks.GATHER,
     doc="Entries of `data` along `axis` at `indices` (negative indices count from the end, version 11+)."))
 
 

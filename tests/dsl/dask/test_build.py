@@ -333,3 +333,22 @@ def test_log_softmax_keeps_its_dims_and_reads_its_axis_whole(reductions):
     lazy = dsl.dask.apply(f, da.from_array(x, chunks=(4, 10)), reductions=reductions)
     got = lazy.compute() if not isinstance(lazy, (list, tuple)) else lazy[0].compute()
     np.testing.assert_allclose(got, dsl.jit(f)(x), rtol=1e-6, atol=1e-6)
+
+
+def test_slice_concat_and_gather_run_blockwise():
+    """Their chunk rules (dsl/ops/chunks.py): untouched axes stay chunked, sliced / concatenated /
+    gathered axes are read whole; the result equals the single-machine program."""
+    x = RNG.standard_normal((12, 10)).astype(np.float32)
+    table = RNG.standard_normal((10, 6)).astype(np.float32)
+    ids = np.array([3, 0, 9, 9], np.int64)
+
+    def f(v, t):
+        half = v[:, 2:8:2]
+        joined = dsl.concat([half, v[:, :1] * 2.0], 1)
+        return joined, dsl.gather(t, ids) + dsl.reduce_sum(v, [1], keepdims=0)[:4, None]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RechunkWarning)
+        lazy = dsl.dask.apply(f, da.from_array(x, chunks=(4, 10)), da.from_array(table, chunks=(10, 6)))
+    for got, want in zip(dask.compute(*lazy), dsl.jit(f)(x, table)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
