@@ -213,7 +213,7 @@ class KernelRunner:
     def _tile(self, shape: tuple, strides: list, kinds):
         """((rows, cols), the leaves read across their memory order: a nonzero stride along dim -2
         smaller than along dim -1, a transposed view (not a row broadcast, stride 0 there); those
-        with stride 1 there) for a tiled elementwise kernel (codegen/source.py _tiled_source), 0
+        with stride 1 there) for a tiled elementwise kernel (dsl/kir/elementwise.py Tile), 0
         for none. transpose(x, [1, 0]) + y on float32
         [8192, 8192] ran as a plain strided loop at 0.12x of dsl.contiguous of the same view; tiles
         of 1024 x 64 with the staged leaf block-transposed and the next tile of y prefetched: 0.66-0.76x

@@ -1,6 +1,7 @@
 """The numba rendering of a fused group's kernel-IR expressions (dsl/kir/group.py): each IR node
 becomes one statement ``tN = <numba expression>`` of the kernel body, each group input a
-``LOADi`` placeholder that the loop templates (source.py) replace by the load for its layout.
+``LOADi`` placeholder that the row template (source.py row_source) replaces by the load for its
+layout. Loop-nest kernels (loops.py) render through the same Lines.
 
 This module and its siblings are the only code that knows numba, ``np.*`` scalar functions and
 the ``kernels`` helpers' names. ``math="exact"`` renders float math as libm calls (bit-identical

@@ -68,6 +68,16 @@ def _load_packed(dt: DType, raw: str, index: str, table: str) -> str:
     return f"_P_{dt.onnx_name}[({byte} << np.uint64({log2})) | (({index}) & np.uint64({per_byte - 1}))]"
 
 
+def load_part(dt: DType, byte: str, part: int) -> str:
+    """Element ``part`` (0: the low bits) of the int32 ``byte`` of packed elements: shifts by
+    constants for the sub-byte integers, which vectorize (a per-element table lookup is a
+    gather); the module's ``_P_<type>`` table for 4-bit floats."""
+    if dt.onnx_name in SUB_BYTE_INTS:
+        return sub_byte_value(dt.onnx_name, byte if part == 0 else f"({byte} >> {dt.bits * part})")
+    log2 = (8 // dt.bits).bit_length() - 1
+    return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64({log2})) | np.uint64({part})]"
+
+
 def packed_table_source(dt: DType) -> str:
     """Module-level definition of the ``_P_<type>`` table a packed load reads."""
     if dt.onnx_name in TABLE_FLOATS:

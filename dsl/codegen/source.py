@@ -1,4 +1,7 @@
-"""numba source text of a fused group for one layout variant (rank, per-leaf storage, inner stride).
+"""numba source text of a fused group for one layout variant (rank, per-leaf storage, inner stride):
+elementwise kernels by the loop-nest schedule (dsl/kir/elementwise.py, rendered by loops.py),
+last-axis row kernels (reductions, softmax, epilogues) by the row template below, which is yet
+to become a schedule.
 
 Kernels take ``(start, stop, shape, <leaf buffers, offsets, strides>, <outputs>)`` and cover
 rows start..stop of the outermost dim, so the runtime can split work across threads (the
@@ -12,52 +15,13 @@ import numpy as np
 
 from . import scalar
 from ..kir import types as kir_types
+from ..kir import elementwise
 from ..kir.group import Group
+from . import loops
 from .fused import PREAMBLE, Rendered, render
+from .prelude import TRUNC, helper_lines
 
 INNER_BROADCAST, INNER_UNIT, INNER_STRIDED = 0, 1, 2
-
-
-def _helpers(group: Rendered) -> list[str]:
-    """Module-level decode tables and scalar encoders the kernel body refers to."""
-    lines = []
-    for fmt in sorted({fmt for _, fmt, _, _ in group.helpers}):
-        lines.append(f"_T_{fmt} = _floats._lookup_table({fmt!r}, np.float32)")
-    for kind, fmt, flag, round_mode in sorted(h for h in group.helpers if h[0] == "encode"):
-        name = scalar.encoder_name(fmt, flag, round_mode)
-        word = "np.int64(_bits.bits_from_f32(np.float32(x)))"
-        if fmt == "float8e8m0":
-            mode = {"up": 0, "down": 1, "nearest": 2}[round_mode]
-            call = f"_floats._e8m0_from_f32({word}, {flag}, {mode})"
-        else:
-            lines.append(f"{name}_params = _floats.minifloat_params({fmt!r}, {bool(flag)})")
-            call = f"_floats._minifloat_from_f32({word}, {name}_params)"
-        lines += ["@numba.njit(cache=True, nogil=True, inline='always')", f"def {name}(x):", f"    return {call}"]
-    return lines
-
-
-_TRUNC = """\
-@numba.njit(cache=True, nogil=True, inline='always')
-def _trunc_int(x):
-    # float -> int (dsl/convert.py float_to_int): truncate toward zero; NaN, Inf, |x| >= 2**63 -> 0
-    if not np.isfinite(x) or abs(x) >= 9.223372036854775808e18:
-        return np.int64(0)
-    return np.int64(x)
-
-
-@numba.njit(cache=True, nogil=True, inline='always')
-def _trunc_sub_byte(x, low, high):
-    # float -> int4/uint4/int2/uint2 (dsl/convert.py): truncate; NaN, Inf, out of range -> 0
-    whole = _trunc_int(x)
-    return whole if whole >= low and whole <= high else np.int64(0)
-
-
-@numba.njit(cache=True, nogil=True, inline='always')
-def _trunc_uint64(x):
-    if x >= 9.223372036854775808e18 and x < 1.8446744073709551616e19:
-        return np.uint64(x)
-    return np.uint64(_trunc_int(x))
-"""
 
 
 def _header(group: Rendered, rank: int, outputs: int, leaf_kinds) -> list[str]:
@@ -69,7 +33,7 @@ def _header(group: Rendered, rank: int, outputs: int, leaf_kinds) -> list[str]:
     params += [f"out{j}" for j in range(outputs)]
     packed_tables = sorted({scalar.packed_table_source(leaf.dtype)
                             for leaf, kind in zip(group.leaves, leaf_kinds) if kind[0]})
-    lines = [PREAMBLE, _TRUNC, *_helpers(group), *packed_tables, "",
+    lines = [PREAMBLE, TRUNC, *helper_lines(group.helpers), *packed_tables, "",
              f"@numba.njit(cache=True, nogil=True, error_model='numpy')",
              f"def kernel({', '.join(params)}):"]
     # Index arithmetic is unsigned: numba then skips negative-index wraparound, which lets LLVM
@@ -131,142 +95,19 @@ def _split_hoisted(group: Rendered, loads: dict, leaf_kinds, blocked_fixed: bool
 
 
 def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = (), math: str = "fast",
-                  tile: int = 0) -> str:
-    """Elementwise kernel for ``group`` at a coalesced ``rank``; leaf_kinds[i] = (packed, inner)
-    or, for a blocked parameter, (packed, inner, block divisor per dim).
-    Outputs whose index is in ``stream`` are written with streaming stores (see _store);
-    ``math`` is the float math mode ("fast" or "exact", see fused.py); ``tile`` > 0 walks the
-    last two dims in tile x tile squares (see _tiled_source)."""
-    group = render(group, math)
-    if tile:
-        return _tiled_source(group, rank, leaf_kinds, stream, tile)
-    body = _header(group, rank, len(group.sinks), leaf_kinds)
-    loads = _loads(group, rank, leaf_kinds)
-    last, ind = rank - 1, "    " * rank
-    staged = stream and not _byte_pair_leaves(group, leaf_kinds) and not _inner_block(leaf_kinds, last)
-    if staged:
-        body += [f"    stg{j} = np.empty({STAGE}, out{j}.dtype)" for j in stream]
-    for k in range(rank - 1):
-        body += _loop(k, len(group.leaves), rank, "    " * (k + 1), leaf_kinds)
-    lo, hi = ("np.uint64(start)", "np.uint64(stop)") if rank == 1 else ("np.uint64(0)", f"n{last}")
-    q = f"q{last} = " + (f"i{last}" if rank == 1 else f"q{last - 1} * n{last} + i{last}")
-    body += [ind + line for line in _split_hoisted(group, loads, leaf_kinds)[0]]
-    if staged:
-        return "\n".join(body + _staged_inner_loop(group, rank, leaf_kinds, loads, lo, hi, q, stream)
-                         + _fence(stream)) + "\n"
-    stores = _stores(group, rank, stream)
-    body += [ind + line for line in _inner_loop(group, rank, leaf_kinds, loads, lo, hi,
-                                                lambda lines: [q, *lines, *stores])]
-    return "\n".join(body + _fence(stream)) + "\n"
-
-
-def _tiled_source(group: Rendered, rank: int, leaf_kinds, stream: tuple, tile: tuple) -> str:
-    """The elementwise kernel with its last two dims walked in rows x cols tiles, tile = ((rows,
-    cols), staged leaves, those of them with stride 1 along dim -2). A staged leaf is read across its memory order (a transposed view: its stride along
-    dim -2 is the small one): per square it is first copied into an L1 buffer tb{i} walking dim
-    -2 innermost (contiguous reads), then read from there along dim -1. Read in place, each of
-    its elements pulled a fresh cache line, and lines a power-of-two stride apart evict each
-    other (transpose(x) + y on float32 [8192, 8192]: see runtime.KernelRunner._tile). Rank >= 2,
-    no packed or blocked leaves; thread spans split dim 0."""
-    (rows, cols), staged, unit = tile
-    count, last, row = len(group.leaves), rank - 1, rank - 2
-    body = _header(group, rank, len(group.sinks), leaf_kinds)
-    body += [f"    tb{i} = np.empty({rows * cols}, b{i}.dtype)" for i in staged]
-    blocks = {i: _block_lanes(group.leaves[i].dtype, rows, cols) for i in unit}
-    blocks = {i: lanes for i, lanes in blocks.items() if lanes}
-    for i, lanes in blocks.items():
-        bits = 512 // lanes
-        body += [f"    bu{i} = b{i}.view(np.uint{bits})", f"    tbu{i} = tb{i}.view(np.uint{bits})"]
-    loads = _loads(group, rank, leaf_kinds)
-    at = f"(i{row} - r0_) * np.uint64({cols}) + (i{last} - c0_)"
-    for i in staged:
-        leaf = group.leaves[i]
-        loads[f"LOAD{i}"] = scalar.load(leaf.dtype, False, f"tb{i}", at, f"_T_{leaf.dtype.onnx_name}")
-    for k in range(row):
-        body += _loop(k, count, rank, "    " * (k + 1), leaf_kinds)
-    ind, rsize, csize = "    " * (row + 1), f"np.uint64({rows})", f"np.uint64({cols})"
-    lo, hi = ("np.uint64(start)", "np.uint64(stop)") if row == 0 else ("np.uint64(0)", f"n{row}")
-    q = f"q{last} = q{row} * n{last} + i{last}"
-    stores = _stores(group, rank, stream)
-    hoisted = _split_hoisted(group, loads, leaf_kinds)[0]
-    inner = _inner_loop(group, rank, leaf_kinds, loads, "c0_", "c1_", lambda lines: [q, *lines, *stores])
-    per_row = _loop(row, count, rank, "", leaf_kinds)[1:]  # (its q and offset lines, under our header)
-    base = "m1" if row == 0 else str(row - 1)
-    staging = []
-    for i in staged:
-        step_row = f"i{row}" if i in unit else f"i{row} * s{i}_{row}"  # (unit: contiguous vector reads)
-        scalar_staging = [f"for i{last} in range(c0_, c1_):", f"    for i{row} in range(r0_, r1_):",
-                          f"        tb{i}[{at}] = b{i}[p{i}_{base} + {step_row} + i{last} * s{i}_{last}]"]
-        if i not in blocks:
-            staging += scalar_staging
-            continue
-        lanes = f"np.uint64({blocks[i]})"
-        # whole squares by SIMD block transposes (kernels/copy.py), partial ones element by element
-        staging += [f"if r1_ - r0_ == {rsize} and c1_ - c0_ == {csize}:",
-                    f"    for bj_ in range(np.uint64(0), {csize}, {lanes}):",  # (source rows: long runs)
-                    f"        for bi_ in range(np.uint64(0), {rsize}, {lanes}):",
-                    f"            _copy.transpose_block(bu{i}, p{i}_{base} + r0_ + bi_ + (c0_ + bj_) * s{i}_{last}, "
-                    f"s{i}_{last}, tbu{i}, bi_ * {csize} + bj_, {csize}, False)",
-                    "else:", *["    " + line for line in scalar_staging]]
-    body += [f"{ind}r_lo = {lo}", f"{ind}r_hi = {hi}",
-             f"{ind}for tr_ in range(r_lo // {rsize}, (r_hi + np.uint64({rows - 1})) // {rsize}):",
-             f"{ind}    r0_ = max(r_lo, tr_ * {rsize})", f"{ind}    r1_ = min(r_hi, tr_ * {rsize} + {rsize})",
-             f"{ind}    for tc_ in range((n{last} + np.uint64({cols - 1})) // {csize}):",
-             f"{ind}        c0_ = tc_ * {csize}", f"{ind}        c1_ = min(n{last}, c0_ + {csize})",
-             *[f"{ind}        {line}" for line in staging],
-             f"{ind}        for i{row} in range(r0_, r1_):",
-             *[f"{ind}            {line.strip()}" for line in per_row],
-             *[f"{ind}            {line}" for line in _prefetch_next_tile(group, leaf_kinds, staged, row, cols)],
-             *[f"{ind}            {line}" for line in hoisted],
-             *[f"{ind}            {line}" for line in inner]]
-    return "\n".join(body + _fence(stream)) + "\n"
-
-
-def _prefetch_next_tile(group: Rendered, leaf_kinds, staged: tuple, row: int, cols: int) -> list[str]:
-    """Read hints for the next tile's part of this row of each leaf read in place along the row
-    (unit inner stride): a tile reads `rows` runs of `cols` elements a row stride apart, more
-    streams than the hardware prefetchers follow (transpose(x) + y: 0.71 -> see _tile)."""
-    lines = []
-    for i, kind in enumerate(leaf_kinds):
-        if i in staged or kind[1] != INNER_UNIT:
-            continue
-        itemsize = np.dtype(kir_types.storage(group.leaves[i].dtype)).itemsize
-        lines += [f"_bits.prefetch(b{i}, p{i}_{row} + c1_ + np.uint64({k}))"
-                  for k in range(0, cols, max(1, 64 // itemsize))]
-    return lines
-
-
-def _block_lanes(dt, rows: int, cols: int) -> int:
-    """Lanes of kernels/copy.py's SIMD block transpose for a leaf of type ``dt`` (64 bytes of
-    elements square), 0 when it does not apply (bool, 16-byte items, a tile it does not divide)."""
-    raw = np.dtype(kir_types.storage(dt))
-    if raw.kind not in "iuf" or raw.itemsize not in (1, 2, 4, 8):
-        return 0
-    lanes = 64 // raw.itemsize
-    return lanes if rows % lanes == 0 and cols % lanes == 0 else 0
-
-
-STAGE = 512  # elements computed into an L1 buffer before they are streamed out
-
-
-def _staged_inner_loop(group: Rendered, rank: int, leaf_kinds, loads: dict, lo: str, hi: str, q: str,
-                       stream: tuple) -> list[str]:
-    """The innermost loop of a kernel with streamed outputs, in strips of STAGE elements: the
-    strip's values go to small buffers (stg{j}, in L1), then a plain loop streams them out.
-    Non-temporal stores issued from inside a compute-heavy loop ran at half the speed of the
-    same stores from a copy loop (exp over 16M float32, 2 threads: 7.2 ms direct, 3.5 ms staged,
-    3.1 ms for y = x * 2); outputs not streamed are stored directly."""
-    last, ind = rank - 1, "    " * rank
-    values = [scalar.store(sink.type.dtype, var) for sink, var in zip(group.sinks, group.out_vars)]
-    staged = [f"stg{j}[i{last} - sb_] = {v}" if j in stream else _store(j, f"q{last}", v, ())
-              for j, v in enumerate(values)]
-    strip = _inner_loop(group, rank, leaf_kinds, loads, "sb_", "se_", lambda lines: [q, *lines, *staged])
-    lines = [f"{ind}sb_ = {lo}", f"{ind}hi_ = {hi}", f"{ind}while sb_ < hi_:",
-              f"{ind}    se_ = min(sb_ + np.uint64({STAGE}), hi_)", *[f"{ind}    {line}" for line in strip],
-              f"{ind}    for i{last} in range(sb_, se_):", f"{ind}        {q}",
-              *[f"{ind}        " + _store(j, f"q{last}", f"stg{j}[i{last} - sb_]", stream) for j in stream],
-              f"{ind}    sb_ = se_"]
-    return lines
+                  tile: tuple | int = 0) -> str:
+    """Elementwise kernel for ``group`` at a coalesced ``rank``: the schedule of
+    dsl/kir/elementwise.py rendered by loops.py. leaf_kinds[i] = (packed, inner) or, for a
+    blocked parameter, (packed, inner, block divisor per dim); outputs whose index is in
+    ``stream`` are written with streaming stores; ``math`` is the float math mode ("fast" or
+    "exact", see fused.py); ``tile`` ((rows, cols), staged leaves, those of them with unit
+    stride along dim -2; or 0) walks the last two dims in tiles."""
+    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else ()) for kind in leaf_kinds]
+    inputs = [(leaf.dtype, kind[0]) for leaf, kind in zip(group.leaves, leaf_kinds)]
+    shape = elementwise.Tile(*tile[0], tuple(tile[1]), tuple(tile[2])) if tile else None
+    kernel = elementwise.elementwise_kernel(group.outputs, [s.type.dtype for s in group.sinks], inputs, layouts, rank,
+                                            stream, shape)
+    return loops.kernel_source(kernel, math)
 
 
 def _inner_block(leaf_kinds, last: int) -> int:
@@ -327,11 +168,6 @@ def _fence(stream: tuple) -> list[str]:
     return ["    _bits.stream_fence()"] if stream else []
 
 
-def _stores(group: Rendered, rank: int, stream: tuple = ()) -> list[str]:
-    return [_store(j, f"q{rank - 1}", scalar.store(sink.type.dtype, var), stream)
-            for j, (sink, var) in enumerate(zip(group.sinks, group.out_vars))]
-
-
 def _byte_pair_leaves(group: Rendered, leaf_kinds) -> list[int]:
     """Indices of 4-bit packed leaves read with unit inner stride, when every packed leaf read
     along the inner dim is one: such kernels walk the inner dim a byte (two elements) at a time.
@@ -344,11 +180,8 @@ def _byte_pair_leaves(group: Rendered, leaf_kinds) -> list[int]:
 
 
 def _nibble(dt, byte: str, k: int) -> str:
-    """Element k (0: low nibble, 1: high) of the int32 ``byte``: shifts by constants, which
-    vectorize (a per-element table lookup is a gather)."""
-    if dt.onnx_name in scalar.SUB_BYTE_INTS:
-        return scalar.sub_byte_value(dt.onnx_name, byte if k == 0 else f"({byte} >> 4)")
-    return f"_P_{dt.onnx_name}[(np.uint64({byte}) << np.uint64(1)) | np.uint64({k})]"
+    """Element k (0: low nibble, 1: high) of the int32 ``byte`` (scalar.load_part)."""
+    return scalar.load_part(dt, byte, k)
 
 
 def _byte_pairs(group: Rendered, rank: int, leaf_kinds, pairs: list[int], loads: dict, lo: str, hi: str,

@@ -274,8 +274,13 @@ def with_children(node: Expr, children: list) -> Expr:
 def replace_leaves(root: Expr, replace, kinds: tuple = (Leaf,)) -> Expr:
     """The DAG of ``root`` with every node of ``kinds`` (Leaf; Var too for a schedule that gives
     named values their definitions) replaced by ``replace(node)`` (shared nodes stay shared)."""
+    return replace_all([root], replace, kinds)[0]
+
+
+def replace_all(roots, replace, kinds: tuple = (Leaf,)) -> list[Expr]:
+    """replace_leaves over several roots at once: a node they share is rebuilt once."""
     memo: dict[int, Expr] = {}
-    for node in postorder([root]):
+    for node in postorder(roots):
         if isinstance(node, kinds):
             memo[id(node)] = replace(node)
         elif not node.children():
@@ -284,7 +289,7 @@ def replace_leaves(root: Expr, replace, kinds: tuple = (Leaf,)) -> Expr:
             children = [memo[id(c)] for c in node.children()]
             same = all(a is b for a, b in zip(children, node.children()))
             memo[id(node)] = node if same else with_children(node, children)
-    return memo[id(root)]
+    return [memo[id(root)] for root in roots]
 
 
 _REBUILD = {Unary: lambda n: unary(n.op, n.x), Binary: lambda n: binary(n.op, n.a, n.b),

@@ -15,7 +15,7 @@ from .. import dtypes
 from ..convert import convert as cast_array, to_wide
 from . import types
 from .expr import Binary, Call, Cast, Compare, Const, Convert, Leaf, Select, Unary, Var, postorder
-from .loops import Accum, Alloc, Assign, For, Load, Store
+from .loops import Accum, Alloc, Assign, For, If, Load, Move, Prefetch, Store, TransposeBlock
 
 _NP = {name: np.dtype("bool" if name == "bool" else name) for name in types.SCALARS}
 
@@ -37,7 +37,10 @@ def evaluate(roots, leaves: dict, variables: dict | None = None, buffers: dict |
 def _load(node: Load, values: dict, buffers: dict) -> np.ndarray:
     if node.valid is not None and not bool(values[id(node.valid)]):
         return values[id(node.default)]
-    element = buffers[node.buffer.name][int(values[id(node.index)])]
+    position = int(values[id(node.index)])
+    if node.part is not None:  # (element ``part`` of byte ``position``)
+        position = position * (8 // node.buffer.elem.bits) + node.part
+    element = buffers[node.buffer.name][position]
     return domain_values(np.asarray(element), node.buffer.elem)
 
 
@@ -66,6 +69,20 @@ def run_kernel(kernel, buffers: dict, params: dict) -> None:
                 target[int(value(statement.index))] = _to_elem(value(statement.value), statement.buffer.elem)
             elif isinstance(statement, Alloc):
                 space[statement.buffer.name] = np.zeros(int(value(statement.size)), statement.buffer.elem.np_dtype)
+            elif isinstance(statement, If):
+                run(statement.then if bool(value(statement.cond)) else statement.orelse)
+            elif isinstance(statement, Move):
+                space[statement.dst.name][int(value(statement.dst_index))] = \
+                    space[statement.src.name][int(value(statement.src_index))]
+            elif isinstance(statement, TransposeBlock):
+                src, dst = space[statement.src.name], space[statement.dst.name]
+                s0, ss = int(value(statement.src_index)), int(value(statement.src_stride))
+                d0, ds = int(value(statement.dst_index)), int(value(statement.dst_stride))
+                for a in range(statement.lanes):
+                    for b in range(statement.lanes):
+                        dst[d0 + a * ds + b] = src[s0 + b * ss + a]
+            elif isinstance(statement, Prefetch):
+                pass  # (a hint)
     with np.errstate(all="ignore"):
         run(kernel.body)
 

@@ -5,8 +5,10 @@ may load from buffers at index expressions.
 - ``Buffer(name, elem, role)``: a flat array of element type ``elem`` (an input read through
   ``Load``, an output written by ``Store``, or a ``temp`` the kernel allocates with ``Alloc``).
   Packed 4-bit and 2-bit inputs are element-indexed too: a backend unpacks them in its loads.
-- ``Load(buffer, index, valid, default)``: the element at ``index`` (uint64 expression),
+- ``Load(buffer, index, valid, default, part)``: the element at ``index`` (uint64 expression),
   decoded into its compute domain; where ``valid`` is false, ``default`` (no read happens).
+  With ``part`` (packed buffers only), ``index`` names a byte and ``part`` the element in it
+  (0: the low bits): a loop over bytes decodes both nibbles of one load.
 - Index expressions are uint64 expressions of loop variables and parameters: add, mul,
   floordiv and mod (by constants for blocked parameters and reshapes), and loaded values
   converted to uint64 (gathers; the schedule validates them before the kernel runs).
@@ -14,7 +16,12 @@ may load from buffers at index expressions.
   (or rebinds) a named scalar; ``Accum(name, op, value)`` is ``name = op(name, value)`` that a
   backend may reassociate (vectorized sums: add, max, min); ``Store`` writes an element
   (``stream``: a non-temporal store, the backend's choice of instruction); ``Alloc`` gives a temp
-  buffer ``size`` elements.
+  buffer ``size`` elements; ``If(cond, then, orelse)`` branches; ``Move(dst, di, src, si)``
+  copies one element's storage bits; ``TransposeBlock`` copies a ``lanes`` x ``lanes`` square
+  transposed (a SIMD shuffle where the backend has one); ``Prefetch`` is a read hint.
+- A kernel's ``arguments`` fix its calling convention: parameter names, ``ParamVector``s (one
+  int64 array argument whose elements bind several parameters: a shape, a leaf's strides)
+  and buffers, in order.
 
 Schedules (dsl/kir/schedules/) build these; renderers (dsl/codegen/loops.py for numba) and the
 interpreter (dsl/kir/interp.py run_kernel) execute them.
@@ -45,6 +52,7 @@ class Load(Expr):
     index: Expr | None = None
     valid: Expr | None = None
     default: Expr | None = None
+    part: int | None = None
 
     def children(self) -> tuple:
         return tuple(c for c in (self.index, self.valid, self.default) if c is not None)
@@ -86,23 +94,83 @@ class Alloc:
 
 
 @dataclass
+class If:
+    cond: Expr
+    then: list = field(default_factory=list)
+    orelse: list = field(default_factory=list)
+
+
+@dataclass
+class Move:
+    """dst[dst_index] = src[src_index], the element's storage bits (no decoding)."""
+
+    dst: Buffer
+    dst_index: Expr
+    src: Buffer
+    src_index: Expr
+    stream: bool = False
+
+
+@dataclass
+class TransposeBlock:
+    """dst[dst_index + a * dst_stride + b] = src[src_index + b * src_stride + a] for a, b <
+    lanes (storage bits)."""
+
+    src: Buffer
+    src_index: Expr
+    src_stride: Expr
+    dst: Buffer
+    dst_index: Expr
+    dst_stride: Expr
+    lanes: int
+
+
+@dataclass
+class Prefetch:
+    """A hint that ``buffer[index]`` (clamped into the buffer) will be read soon; no effect."""
+
+    buffer: Buffer
+    index: Expr
+
+
+@dataclass(frozen=True)
+class ParamVector:
+    """A kernel argument: an int64 vector whose element k is the uint64 parameter names[k]."""
+
+    name: str
+    names: tuple
+
+
+@dataclass
 class Kernel:
     """``params``: uint64 scalars the caller passes (sizes, strides, offsets, a thread's
-    [start, stop)), in order after the buffers of role in/out."""
+    [start, stop)); ``arguments`` (default: the params, then the buffers of role in / out)
+    orders them with the buffers, params possibly grouped in ParamVectors."""
 
     name: str
     buffers: list[Buffer]
     params: list[str]
     body: list
+    arguments: list | None = None
+
+    def signature(self) -> list:
+        """The arguments in order: param names, ParamVectors and Buffers."""
+        if self.arguments is not None:
+            return list(self.arguments)
+        return [*self.params, *[b for b in self.buffers if b.role != "temp"]]
 
 
-def load(buffer: Buffer, index: Expr, valid: Expr | None = None, default: Expr | None = None) -> Load:
+def load(buffer: Buffer, index: Expr, valid: Expr | None = None, default: Expr | None = None,
+         part: int | None = None) -> Load:
     dtype = types.domain(buffer.elem)
     _require(index.dtype == INDEX, f"load {buffer.name}: index is {index.dtype}, not {INDEX}")
+    if part is not None:
+        _require(buffer.packed and 0 <= part < 8 // buffer.elem.bits,
+                 f"load {buffer.name}: part {part} of a byte of {buffer.elem.onnx_name}")
     if valid is not None:
         _require(valid.dtype == "bool", f"load {buffer.name}: valid is {valid.dtype}, not bool")
         _require(default is not None and default.dtype == dtype, f"load {buffer.name}: needs a {dtype} default")
-    return Load(dtype, buffer, index, valid, default)
+    return Load(dtype, buffer, index, valid, default, part)
 
 
 def index_var(name: str) -> kir.Var:
@@ -131,6 +199,17 @@ def mul(a: Expr, b: Expr) -> Expr:
     return kir.binary("mul", a, b)
 
 
+def walk(statements: list):
+    """Every statement of ``statements``, nested ones (loop and branch bodies) after their parent."""
+    for statement in statements:
+        yield statement
+        if isinstance(statement, For):
+            yield from walk(statement.body)
+        elif isinstance(statement, If):
+            yield from walk(statement.then)
+            yield from walk(statement.orelse)
+
+
 def verify(kernel: Kernel) -> None:
     """IRError unless names are defined before use, every Load / Store names a buffer of the
     kernel with the right role, and every expression is well typed."""
@@ -148,13 +227,13 @@ def verify(kernel: Kernel) -> None:
                          f"{kernel.name}: load from {item.buffer.name}, not an input or temp of the kernel")
         kir.verify([node])
 
-    def walk(statements: list) -> None:
+    def walk_block(statements: list) -> None:
         for statement in statements:
             if isinstance(statement, For):
                 check_expr(statement.start)
                 check_expr(statement.stop)
                 defined.add(statement.var)
-                walk(statement.body)
+                walk_block(statement.body)
             elif isinstance(statement, (Assign, Accum)):
                 check_expr(statement.value)
                 if isinstance(statement, Accum):
@@ -171,10 +250,42 @@ def verify(kernel: Kernel) -> None:
             elif isinstance(statement, Alloc):
                 _require(statement.buffer.role == "temp", f"{kernel.name}: alloc of {statement.buffer.name}")
                 check_expr(statement.size)
+            elif isinstance(statement, If):
+                check_expr(statement.cond)
+                _require(statement.cond.dtype == "bool", f"{kernel.name}: if on a {statement.cond.dtype}")
+                walk_block(statement.then)
+                walk_block(statement.orelse)
+            elif isinstance(statement, (Move, TransposeBlock)):
+                moves = [(statement.dst, True), (statement.src, False)]
+                for buffer, written in moves:
+                    _require(id(buffer) in buffers and buffer.role in (("out", "temp") if written else ("in", "temp")),
+                             f"{kernel.name}: {'copy to' if written else 'copy from'} {buffer.name}")
+                    _require(not buffer.packed, f"{kernel.name}: element copy of packed {buffer.name}")
+                _require(statement.dst.elem.bits == statement.src.elem.bits,
+                         f"{kernel.name}: copy between {statement.src.elem.onnx_name} and {statement.dst.elem.onnx_name}")
+                indices = [statement.dst_index, statement.src_index]
+                if isinstance(statement, TransposeBlock):
+                    indices += [statement.src_stride, statement.dst_stride]
+                for item in indices:
+                    check_expr(item)
+                    _require(item.dtype == INDEX, f"{kernel.name}: copy index of {item.dtype}")
+            elif isinstance(statement, Prefetch):
+                _require(id(statement.buffer) in buffers, f"{kernel.name}: prefetch of {statement.buffer.name}")
+                check_expr(statement.index)
             else:
                 raise IRError(f"{kernel.name}: unknown statement {statement!r}")
 
-    walk(kernel.body)
+    signature = kernel.signature()
+    named = [n for item in signature if not isinstance(item, Buffer)
+             for n in (item.names if isinstance(item, ParamVector) else (item,))]
+    passed = [item for item in signature if isinstance(item, Buffer)]
+    _require(sorted(named) == sorted(kernel.params) and len(passed) == len({id(b) for b in passed})
+             and {id(b) for b in passed} == {id(b) for b in kernel.buffers if b.role != "temp"},
+             f"{kernel.name}: the arguments do not pass each param and in / out buffer once")
+    walk_block(kernel.body)
+    allocated = {id(s.buffer) for s in walk(kernel.body) if isinstance(s, Alloc)}
+    _require(all(id(b) in allocated for b in kernel.buffers if b.role == "temp"),
+             f"{kernel.name}: a temp buffer is never allocated")
 
 
 def format_kernel(kernel: Kernel) -> str:
@@ -185,7 +296,7 @@ def format_kernel(kernel: Kernel) -> str:
         if isinstance(node, kir.Var):
             return node.name
         if isinstance(node, Load):
-            base = f"{node.buffer.name}[{text(node.index)}]"
+            base = f"{node.buffer.name}[{text(node.index)}]" + (f".part{node.part}" if node.part is not None else "")
             return base if node.valid is None else f"({base} if {text(node.valid)} else {text(node.default)})"
         if isinstance(node, kir.Leaf):
             return f"leaf{node.index}"
@@ -213,9 +324,24 @@ def format_kernel(kernel: Kernel) -> str:
                 lines.append(f"{pad}{s.buffer.name}[{text(s.index)}] = {text(s.value)}" + ("  # stream" if s.stream else ""))
             elif isinstance(s, Alloc):
                 lines.append(f"{pad}{s.buffer.name} = alloc({text(s.size)})")
+            elif isinstance(s, If):
+                lines.append(f"{pad}if {text(s.cond)}:")
+                walk(s.then, depth + 1)
+                if s.orelse:
+                    lines.append(f"{pad}else:")
+                    walk(s.orelse, depth + 1)
+            elif isinstance(s, Move):
+                lines.append(f"{pad}{s.dst.name}[{text(s.dst_index)}] = bits {s.src.name}[{text(s.src_index)}]"
+                             + ("  # stream" if s.stream else ""))
+            elif isinstance(s, TransposeBlock):
+                lines.append(f"{pad}transpose<{s.lanes}>({s.dst.name}[{text(s.dst_index)}; {text(s.dst_stride)}] "
+                             f"<- {s.src.name}[{text(s.src_index)}; {text(s.src_stride)}])")
+            elif isinstance(s, Prefetch):
+                lines.append(f"{pad}prefetch {s.buffer.name}[{text(s.index)}]")
     walk(kernel.body, 1)
     return "\n".join(lines)
 
 
-__all__ = ["Accum", "Alloc", "Assign", "Buffer", "For", "INDEX", "Kernel", "Load", "Store", "add", "format_kernel",
-           "index", "index_var", "load", "mul", "verify", "IRError"]
+__all__ = ["Accum", "Alloc", "Assign", "Buffer", "For", "INDEX", "If", "Kernel", "Load", "Move", "ParamVector",
+           "Prefetch", "Store", "TransposeBlock", "add", "format_kernel", "index", "index_var", "load", "mul", "verify", "walk",
+           "IRError"]

@@ -260,7 +260,7 @@ def reduction_kernel(expression: kir.Expr, inputs: list, reduced: tuple, blocks:
                      *_nest(layout.acc_dims, layout, [L.Store(out, where, result)])]
         body = [L.Alloc(acc, acc_size), *_nest(list(range(layout.first)), layout, per_outer)]
         buffers.append(acc)
-    temps = [b for b in _temps(body) if b not in buffers]
+    temps = [s.buffer for s in L.walk(body) if isinstance(s, L.Alloc) and s.buffer not in buffers]
     return L.Kernel(f"reduce_{kind}", [*buffers, out, *temps], _params(rank, len(inputs)), [*strides, *body])
 
 
@@ -350,13 +350,3 @@ def _softmax_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, out_dty
 
 def _elem(scalar: str) -> DType:
     return dtype_of({"float32": "float", "float64": "double"}.get(scalar, scalar))
-
-
-def _temps(body: list) -> list:
-    found = []
-    for statement in body:
-        if isinstance(statement, L.Alloc):
-            found.append(statement.buffer)
-        if isinstance(statement, L.For):
-            found += _temps(statement.body)
-    return found
