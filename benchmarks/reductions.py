@@ -3,7 +3,8 @@ schedules against numpy, onnxruntime (intra-op threads = cores, spin-wait off) a
 interleaved (order rotated each round), medians; GB/s of the bytes each program must move (inputs
 read once, outputs written once).
 
-Rows: sum and max over axis 0 and over the last axis of float32 [4096, 4096]; softmax over axis 1
+Rows: sum and max over axis 0 and over the last axis of float32 [4096, 4096]; ReduceL2 (a composite
+op: its body fused) over each axis of the same; softmax over axis 1
 of [64, 512, 512]; RMS norm and layer norm (one kernel each) over the last axis of [8192, 1024]
 and over axis 0 of [1024, 8192].
 
@@ -56,6 +57,11 @@ def programs() -> dict:
                 functools.partial(lambda x, f, a: f(x, [a], keepdims=0), f=ours, a=axis),
                 functools.partial(lambda x, f, a: f(x, axis=a), f=theirs, a=axis),
                 ("reduce", op, axis), (jax_name, axis), (4096, 4096), 0)
+    for axis in (-1, 0):  # a composite (the spec's body: Mul, ReduceSum, Cast, Sqrt, Cast) fused
+        found[f"L2 norm axis {axis}, [4096, 4096]"] = (
+            functools.partial(lambda x, a: dsl.reduce_l2(x, [a], keepdims=0), a=axis),
+            functools.partial(lambda x, a: np.sqrt(np.sum(x * x, axis=a)), a=axis),
+            ("reduce", "ReduceL2", axis), ("l2", axis), (4096, 4096), 0)
     found["softmax axis 1, [64, 512, 512]"] = (lambda x: dsl.softmax(x, 1),
                                                lambda x: _np_softmax(x, 1), ("softmax", 1),
                                                ("softmax", 1), (64, 512, 512), 1)
@@ -118,6 +124,8 @@ def jax_runner(spec):
         fn = lambda x: getattr(jnp, kind)(x, axis=axis)
     elif kind == "softmax":
         fn = lambda x: jax.nn.softmax(x, axis)
+    elif kind == "l2":
+        fn = lambda x: jnp.sqrt(jnp.sum(x * x, axis=axis))
     elif kind == "rms":
         fn = lambda x: x / jnp.sqrt((x * x).mean(axis, keepdims=True) + EPS)
     else:

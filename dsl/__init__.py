@@ -9,10 +9,15 @@ from .dtypes import DType, dtype
 from .eager import (cast, dequantize_linear, expand, flatten, identity, quantize_linear, reshape, shape,
                     squeeze, transpose, unsqueeze)
 from .compare import CompareReport, compare
-from .functional import (abs, add, clip, concat, constant_of_shape, div, equal, erf, exp, gather, greater,  # noqa: A004
-                         greater_equal, less, less_equal, log, log_softmax, logical_and, logical_not, logical_or,
-                         matmul, maximum, minimum, mul, neg, pow, range, reciprocal, reduce_max, reduce_mean, reduce_min,
-                         reduce_sum, relu, sigmoid, size, slice, softmax, sqrt, sub, tanh, where)
+from .functional import (abs, add, argmax, argmin, bitcast, center_crop_pad, clip, compress, concat,  # noqa: A004
+                         constant_of_shape, cumprod, cumsum, depth_to_space, div, equal, erf, exp, eye_like, gather,
+                         gather_elements, gather_nd, greater, greater_equal, hardmax, less, less_equal, log,
+                         log_softmax, logical_and, logical_not, logical_or, matmul, maximum, minimum, mul, neg,
+                         nonzero, one_hot, pad, pow, range, reciprocal, reduce_l1, reduce_l2, reduce_log_sum,
+                         reduce_log_sum_exp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
+                         reduce_sum_square, relu, reverse_sequence, scatter_elements, scatter_nd, sigmoid, size,
+                         slice, softmax, space_to_depth, split, sqrt, sub, tanh, tensor_scatter, tile, topk, trilu,
+                         where)
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -45,8 +50,12 @@ __all__ = [
     "unsqueeze", "squeeze", "reshape", "flatten", "transpose", "expand", "shape", "identity",
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
-    "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_min", "reduce_mean", "softmax",
+    "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_min", "reduce_mean", "reduce_prod",
+    "reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum", "reduce_log_sum_exp", "argmax", "argmin", "softmax",
     "log_softmax", "matmul", "slice", "concat", "gather", "size", "constant_of_shape", "range",
+    "split", "tile", "pad", "depth_to_space", "space_to_depth", "reverse_sequence", "center_crop_pad",
+    "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot", "compress", "nonzero",
+    "tensor_scatter", "cumsum", "cumprod", "topk", "trilu", "eye_like", "hardmax", "bitcast",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",

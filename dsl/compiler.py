@@ -10,6 +10,7 @@ import numpy as np
 from .codegen.compile import prepare_backend
 from .errors import InputError, out_of_memory, where
 from .ir import Graph, TensorType
+from .passes.expand import expand
 from .passes.fuse import KernelStep, NodeStep, ReduceStep, StagedStep, partition
 from .runtime import KernelRunner, run_node
 from .runtime_reduce import ReduceRunner, StagedRunner
@@ -33,6 +34,7 @@ class Executable:
     """A graph with concrete shapes, planned into steps, ready to run."""
 
     def __init__(self, graph: Graph, calls: dict, constants: dict, math: str = "fast"):
+        graph, calls, constants = expand(graph, calls, constants)  # composites -> their primitive ops
         self.graph = graph
         self.math = math
         self.constants = {k: _read_only(v) for k, v in constants.items()}

@@ -47,7 +47,7 @@ def _bind(opdef, schema, positional, named):
     return inputs, attrs
 
 
-def _traced(builder, opdef, opset, positional: list, named: dict):
+def _traced(builder, opdef, opset, positional: list, named: dict, count: int = 1):
     """Inside @dsl.jit: add the op to the traced graph instead of computing it."""
     if opset is not None and opset != builder.graph.opset:
         raise InputError(f"{opdef.name}: opset={opset} inside a function traced at opset "
@@ -76,17 +76,19 @@ def _traced(builder, opdef, opset, positional: list, named: dict):
         else:
             lifted.append(builder.lift(value, next((v for v in inputs if isinstance(v, Tracer)), None)))
     outputs = builder.add(opdef.name, lifted, attrs)
+    if count != 1:
+        return list(outputs[:count])
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
-def call(op_type: str, data, opset: int | None = None, **named):
+def call(op_type: str, data, opset: int | None = None, *, outputs: int = 1, **named):
     """Run one op eagerly. numpy in -> numpy out (a view wherever numpy makes one, and never
     the input object itself); a packed or plain ``Tensor`` in -> ``Tensor`` out (sharing its
-    buffer for view ops)."""
+    buffer for view ops). ``outputs`` > 1: a list of the op's first ``outputs`` outputs."""
     opdef = registry.get(op_type)
     builder = current_builder([data, *named.values()])
     if builder is not None:
-        return _traced(builder, opdef, opset, [data], named)
+        return _traced(builder, opdef, opset, [data], named, outputs)
     opset = registry.LATEST_OPSET if opset is None else opset
     schema = opdef.schema(opset)
     is_tensor = isinstance(data, Tensor)
@@ -95,6 +97,8 @@ def call(op_type: str, data, opset: int | None = None, **named):
     _, op_call, out_types = registry.bind(op_type, opset, [None if x is None else runtime_type(x) for x in inputs],
                                           inputs, attrs)
     try:
+        if outputs != 1:
+            return _run_all(opdef, op_call, inputs, is_tensor)[:outputs]
         return _run(opdef, op_call, data, inputs, is_tensor)
     except MemoryError:
         raise out_of_memory(op_type, out_types) from None
@@ -116,6 +120,15 @@ def _run(opdef, op_call, data, inputs: list, is_tensor: bool):
     if isinstance(out, np.ndarray) and any(out is x for x in inputs):
         out = out.view()  # a new array object: reshaping the result must not reshape the input
     return Tensor.from_numpy(out) if is_tensor and isinstance(out, np.ndarray) else out
+
+
+def _run_all(opdef, op_call, inputs: list, is_tensor: bool) -> list:
+    """Every output of a multi-output op by its numpy reference, each a new array object."""
+    arrays = [x.numpy() if isinstance(x, Tensor) else x for x in inputs]
+    results = op_call.folded if op_call.folded is not None else opdef.reference(op_call, arrays)
+    results = [out.view() if isinstance(out, np.ndarray) and any(out is x for x in inputs) else out
+               for out in results]
+    return [Tensor.from_numpy(out) if is_tensor and isinstance(out, np.ndarray) else out for out in results]
 
 
 def unsqueeze(data, axes, *, opset: int | None = None):

@@ -393,6 +393,196 @@ def reduce_mean(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, o
     return _reduce("ReduceMean", data, axes, keepdims, noop_with_empty_axes, opset)
 
 
+def reduce_prod(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceProd over ``axes`` (floats multiply in float64, integers wrap; 1 over none).
+
+    Example:
+        >>> reduce_prod(np.array([[2, 3], [4, 5]], np.int32), [1], keepdims=False).tolist()
+        [6, 20]
+    """
+    return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
+def reduce_l1(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceL1: the sum of absolute values over ``axes`` (the spec's body: ReduceSum(Abs(x))).
+
+    Example:
+        >>> reduce_l1(np.array([[3.0, -4.0]], np.float32), [1], keepdims=False).tolist()
+        [7.0]
+    """
+    return _reduce("ReduceL1", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
+def reduce_l2(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceL2: sqrt of the sum of squares over ``axes`` (the sum's square root in float,
+    as the spec's body casts; integers truncate back).
+
+    Example:
+        >>> reduce_l2(np.array([[3.0, -4.0]], np.float32), [1], keepdims=False).tolist()
+        [5.0]
+    """
+    return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
+def reduce_sum_square(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceSumSquare: the sum of x * x over ``axes`` (squares in x's type, then ReduceSum).
+
+    Example:
+        >>> reduce_sum_square(np.array([[3.0, -4.0]], np.float32), [1], keepdims=False).tolist()
+        [25.0]
+    """
+    return _reduce("ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
+def reduce_log_sum(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceLogSum: log of the sum over ``axes``.
+
+    Example:
+        >>> float(reduce_log_sum(np.full((1, 4), 0.25, np.float32), [1], keepdims=False)[0])
+        0.0
+    """
+    return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
+def reduce_log_sum_exp(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+    """ONNX ReduceLogSumExp: log(sum(exp(x))) over ``axes``, computed in double as the spec's body
+    casts (exp overflows past 709, not 88), rounded to x's type.
+
+    Example:
+        >>> round(float(reduce_log_sum_exp(np.zeros((1, 4), np.float32), [1], keepdims=False)[0]), 6)
+        1.386294
+    """
+    return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes, opset)
+
+
+def argmax(data, axis: int = 0, *, keepdims=True, select_last_index=False, opset: int | None = None):
+    """ONNX ArgMax: int64 indices of the largest element along ``axis`` (the first of equals, or
+    the last with select_last_index; NaN counts as the largest, as numpy's argmax).
+
+    Example:
+        >>> argmax(np.array([[1, 9, 9], [7, 2, 3]], np.int32), 1, keepdims=False).tolist()
+        [1, 0]
+    """
+    last = None if select_last_index is False or select_last_index == 0 else _flag(select_last_index)
+    return call("ArgMax", data, opset, axis=axis, keepdims=_flag(keepdims), select_last_index=last)
+
+
+def argmin(data, axis: int = 0, *, keepdims=True, select_last_index=False, opset: int | None = None):
+    """ONNX ArgMin: int64 indices of the smallest element along ``axis`` (rules as argmax).
+
+    Example:
+        >>> argmin(np.array([[1, 0, 0], [7, 2, 3]], np.int32), 1, keepdims=False, select_last_index=True).tolist()
+        [2, 1]
+    """
+    last = None if select_last_index is False or select_last_index == 0 else _flag(select_last_index)
+    return call("ArgMin", data, opset, axis=axis, keepdims=_flag(keepdims), select_last_index=last)
+
+
+def _unless_default(value, default):
+    """None for an attribute left at its default, so that opsets without the attribute accept the call."""
+    return None if isinstance(value, (str, int)) and not isinstance(value, bool) and value == default else value
+
+
+def gather_elements(data, indices, axis: int = 0, *, opset: int | None = None):
+    """ONNX GatherElements: ``out[p] = data[p with p[axis] = indices[p]]`` (numpy's take_along_axis;
+    int32 / int64 indices of data's rank, negatives count from the end); an index out of range is
+    a DslError.
+
+    Example:
+        >>> gather_elements(np.array([[1, 2], [3, 4]]), np.array([[0, 0], [1, 0]]), axis=1).tolist()
+        [[1, 1], [4, 3]]
+    """
+    return call("GatherElements", data, opset, indices=indices, axis=axis)
+
+
+def gather_nd(data, indices, *, batch_dims: int = 0, opset: int | None = None):
+    """ONNX GatherND: the slices of ``data`` at the index tuples in the last dim of ``indices``
+    (int64), after ``batch_dims`` leading dims shared by both (opset >= 12).
+
+    Example:
+        >>> gather_nd(np.array([[0, 1], [2, 3]]), np.array([[0, 0], [1, 1]])).tolist()
+        [0, 3]
+    """
+    return call("GatherND", data, opset, indices=indices, batch_dims=_unless_default(batch_dims, 0))
+
+
+def scatter_elements(data, indices, updates, axis: int = 0, *, reduction: str = "none",
+                     opset: int | None = None):
+    """ONNX ScatterElements: a copy of ``data`` with ``out[p with p[axis] = indices[p]] = updates[p]``,
+    or combined with ``reduction`` ('add', 'mul' from opset 16, 'max', 'min' from 18). With
+    'none', duplicate indices keep the last update (the spec leaves the order undefined).
+
+    Example:
+        >>> scatter_elements(np.zeros((1, 4)), np.array([[1, 3]]), np.array([[5.0, 6.0]]), axis=1).tolist()
+        [[0.0, 5.0, 0.0, 6.0]]
+    """
+    return call("ScatterElements", data, opset, indices=indices, updates=updates, axis=axis,
+                reduction=_unless_default(reduction, "none"))
+
+
+def scatter_nd(data, indices, updates, *, reduction: str = "none", opset: int | None = None):
+    """ONNX ScatterND: a copy of ``data`` with the slices at the index tuples of ``indices`` (int64,
+    last dim) set to ``updates``, or combined with ``reduction`` ('add', 'mul' from opset 16, 'max',
+    'min' from 18). With 'none', duplicate indices keep the last update.
+
+    Example:
+        >>> scatter_nd(np.arange(4), np.array([[3], [0]]), np.array([9, 8]), reduction="add").tolist()
+        [8, 1, 2, 12]
+    """
+    return call("ScatterND", data, opset, indices=indices, updates=updates,
+                reduction=_unless_default(reduction, "none"))
+
+
+def one_hot(indices, depth, values, axis: int = -1, *, opset: int | None = None):
+    """ONNX OneHot: ``values[1]`` where a new axis of size ``depth`` (at ``axis``) equals the index,
+    ``values[0]`` elsewhere; indices out of range give a row of ``values[0]`` (negatives count from
+    the end at opset >= 11). ``values`` is [off_value, on_value] and gives the output's type.
+
+    Example:
+        >>> one_hot(np.array([0, 2, -1, 5]), 3, np.array([0, 1], np.int8)).tolist()
+        [[1, 0, 0], [0, 0, 1], [0, 0, 1], [0, 0, 0]]
+    """
+    if not isinstance(depth, (np.ndarray, Tensor, Tracer)):
+        depth = np.asarray(depth)
+    return call("OneHot", indices, opset, depth=depth, values=values, axis=axis)
+
+
+def compress(input, condition, axis=None, *, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX Compress: the slices along ``axis`` where the 1-D bool ``condition`` is True
+    (numpy.compress; no axis: the elements of the flattened input). The output's size is known
+    only when the condition is.
+
+    Example:
+        >>> compress(np.array([[1, 2], [3, 4], [5, 6]]), np.array([False, True, True]), axis=0).tolist()
+        [[3, 4], [5, 6]]
+    """
+    return call("Compress", input, opset, condition=condition, axis=axis)
+
+
+def nonzero(x, *, opset: int | None = None):
+    """ONNX NonZero: the indices of the nonzero elements of ``x`` as int64 of shape (rank, count),
+    row-major (numpy.nonzero; a scalar counts as one element of rank 1).
+
+    Example:
+        >>> nonzero(np.array([[1, 0], [0, 3]])).tolist()
+        [[0, 1], [0, 1]]
+    """
+    return call("NonZero", x, opset)
+
+
+def tensor_scatter(past_cache, update, write_indices=None, *, mode: str = "linear", axis: int = -2,
+                   opset: int | None = None):
+    """ONNX TensorScatter (opset >= 24): a copy of ``past_cache`` with ``update`` written along ``axis``
+    (not 0, the batch axis) from ``write_indices[b]`` on for each batch b (1-D int64; zeros when
+    None); mode 'circular' wraps positions modulo the cache's length, 'linear' needs them to fit.
+
+    Example:
+        >>> tensor_scatter(np.zeros((2, 3)), np.ones((2, 1)), np.array([2, 0]), axis=1).tolist()
+        [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    return call("TensorScatter", past_cache, opset, update=update, write_indices=write_indices, mode=mode, axis=axis)
+
+
 def softmax(x, axis: int | None = None, *, opset: int | None = None):
     """ONNX Softmax along ``axis`` (None: the opset's default, -1 from 13; opsets 1-12 normalize
     over all axes from ``axis`` on, default 1).
@@ -413,6 +603,131 @@ def log_softmax(x, axis: int | None = None, *, opset: int | None = None):
         True
     """
     return call("LogSoftmax", x, opset, axis=axis)
+
+
+# ---- rearranging (dsl/ops/arrange.py) ---------------------------------------------------------------
+def _opset_of(data, opset) -> int:
+    """The opset a call runs at: the traced function's inside dsl.jit, else ``opset`` or the latest."""
+    builder = current_builder([data])
+    return builder.graph.opset if builder is not None else LATEST_OPSET if opset is None else opset
+
+
+def _static_dim(op: str, data, axis):
+    shape = getattr(data, "shape", None)
+    if shape is None:
+        shape = np.shape(data)
+    if shape is None or not isinstance(axis, int) or not -len(shape) <= axis < len(shape):
+        return None
+    dim = shape[axis]
+    return dim if isinstance(dim, int) else None
+
+
+def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None,  # noqa: A002  (the ONNX names)
+          opset: int | None = None) -> list:
+    """ONNX Split: cut ``input`` along ``axis`` into parts of the lengths ``split`` (they sum to
+    the dim), or ``num_outputs`` parts: equal ones, the last smaller when the dim does not divide
+    (opset >= 18; before it the dim must divide). Always a list (numpy views of ``input``).
+
+    Raises DslError for lengths that do not sum to the dim, a negative length, both or neither
+    of split / num_outputs, an uneven split before opset 18.
+
+    Example:
+        >>> [p.tolist() for p in split(np.arange(5), num_outputs=2)]
+        [[0, 1, 2], [3, 4]]
+    """
+    level = _opset_of(input, opset)
+    if split is not None:
+        count = len(split) if isinstance(split, (list, tuple)) else (getattr(split, "shape", None) or (None,))[0]
+        if level < 2 and isinstance(split, (list, tuple)) and _element_type("Split", input).kind == "float":
+            split = np.asarray(split, _element_type("Split", input).np_dtype)  # (Split-1's split has type T)
+    elif num_outputs is not None and level < 18:  # equal parts: the lengths, which every version takes
+        dim = _static_dim("Split", input, axis)
+        if not isinstance(num_outputs, int) or num_outputs < 1 or dim is None or dim % num_outputs:
+            raise InputError(f"Split: num_outputs={num_outputs!r} at opset {level} needs a static axis dim "
+                             f"divisible by it (got dim {dim}); uneven chunks need opset >= 18")
+        split, count, num_outputs = [dim // num_outputs] * num_outputs, num_outputs, None
+    else:
+        count = num_outputs
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise InputError(f"Split: give split (the lengths, of static size) or num_outputs (an int), got "
+                         f"split={split!r}, num_outputs={num_outputs!r}")
+    out = call("Split", input, opset, split=split, axis=axis, num_outputs=num_outputs, outputs=count)
+    return [out] if count == 1 else list(out)
+
+
+def tile(input, repeats, *, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX Tile (opset >= 6): repeat the whole tensor ``repeats[i]`` times along each axis i
+    (numpy's tile; one repeat per dim, each >= 0).
+
+    Example:
+        >>> tile(np.array([[1, 2]]), [2, 2]).tolist()
+        [[1, 2, 1, 2], [1, 2, 1, 2]]
+    """
+    return call("Tile", input, opset, repeats=repeats)
+
+
+def pad(data, pads, constant_value=None, axes=None, *, mode: str = "constant", opset: int | None = None):
+    """ONNX Pad: add ``pads`` = [x1_begin, x2_begin, ..., x1_end, x2_end, ...] elements at both ends
+    of each axis (of ``axes``, opset >= 18; negative pads remove elements); ``mode`` constant
+    (``constant_value``, default 0 / False / ""), reflect, edge, or wrap (opset >= 19).
+
+    Example:
+        >>> pad(np.array([1, 2, 3]), [2, 1], mode="reflect").tolist()
+        [3, 2, 1, 2, 3, 2]
+    """
+    if _opset_of(data, opset) < 11:  # (pads and the value were attributes)
+        pad_name = "paddings" if _opset_of(data, opset) == 1 else "pads"
+        value = None if constant_value is None else float(constant_value)
+        return call("Pad", data, opset, mode=mode, value=value, **{pad_name: pads})
+    return call("Pad", data, opset, pads=pads, constant_value=_weak("Pad", constant_value, data), axes=axes,
+                mode=mode)
+
+
+def depth_to_space(input, blocksize: int, *, mode: str = "DCR", opset: int | None = None):  # noqa: A002
+    """ONNX DepthToSpace: move blocksize x blocksize blocks of the channels of an [N, C, H, W]
+    tensor into its height and width (``mode`` DCR or CRD, opset >= 11).
+
+    Example:
+        >>> depth_to_space(np.arange(4).reshape(1, 4, 1, 1), 2).reshape(2, 2).tolist()
+        [[0, 1], [2, 3]]
+    """
+    return call("DepthToSpace", input, opset, blocksize=blocksize, mode=None if mode == "DCR" else mode)
+
+
+def space_to_depth(input, blocksize: int, *, mode: str = "DCR", opset: int | None = None):  # noqa: A002
+    """ONNX SpaceToDepth: move blocksize x blocksize blocks of the height and width of an
+    [N, C, H, W] tensor into its channels (``mode`` CRD needs opset >= 28).
+
+    Example:
+        >>> space_to_depth(np.arange(4).reshape(1, 1, 2, 2), 2).reshape(-1).tolist()
+        [0, 1, 2, 3]
+    """
+    return call("SpaceToDepth", input, opset, blocksize=blocksize, mode=None if mode == "DCR" else mode)
+
+
+def reverse_sequence(input, sequence_lens, *, batch_axis: int = 1, time_axis: int = 0,  # noqa: A002
+                     opset: int | None = None):
+    """ONNX ReverseSequence: reverse the first ``sequence_lens[i]`` steps along ``time_axis`` of
+    each entry i along ``batch_axis`` (the axes are 0 and 1; each length in [0, time dim]).
+
+    Example:
+        >>> reverse_sequence(np.array([[1, 2, 3], [4, 5, 6]]), np.array([3, 1]), batch_axis=0,
+        ...                  time_axis=1).tolist()
+        [[3, 2, 1], [4, 5, 6]]
+    """
+    return call("ReverseSequence", input, opset, sequence_lens=sequence_lens, batch_axis=batch_axis,
+                time_axis=time_axis)
+
+
+def center_crop_pad(input_data, shape, axes=None, *, opset: int | None = None):
+    """ONNX CenterCropPad: crop (a centered window, its start rounded down) or zero-pad (the extra
+    element at the end) the dims of ``axes`` (default all) to ``shape``.
+
+    Example:
+        >>> center_crop_pad(np.arange(5), [3]).tolist()
+        [1, 2, 3]
+    """
+    return call("CenterCropPad", input_data, opset, shape=shape, axes=axes)
 
 
 def matmul(a, b, *, opset: int | None = None):
@@ -461,6 +776,122 @@ def gather(data, indices, axis=0, *, opset: int | None = None):
         [[30, 10]]
     """
     return call("Gather", data, opset, indices=indices, axis=axis)
+
+
+# ---- scans, selection, triangles (dsl/ops/scan.py) --------------------------------------------------
+def _index_scalar(value):
+    """A Python / numpy integer as a 0-D array (int64 for Python ints): the 0-D index inputs of
+    CumSum / CumProd / Trilu; anything else goes to the op as it is (the rule checks it)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return np.asarray(value, np.int64) if isinstance(value, int) else np.asarray(value)
+    return value
+
+
+def _type_code(value, op: str, what: str):
+    """An element-type argument (DType, ONNX name, numpy dtype or code) as its ONNX code."""
+    from .errors import DslError, DTypeError  # (imported here: this block owns only its own lines)
+    try:
+        return dtypes.dtype(value).onnx_code
+    except DslError:
+        raise DTypeError(f"{op}: {what} {value!r} is not an ONNX element type") from None
+
+
+def cumsum(x, axis, *, exclusive=0, reverse=0, opset: int | None = None):
+    """ONNX CumSum: running sums of ``x`` along ``axis`` (an int or a 0-D int32 / int64 array), in
+    x's type (integers wrap; each float partial is rounded to the type). ``exclusive``: the j-th
+    output leaves out element j; ``reverse``: sums from the end of the axis.
+
+    Example:
+        >>> cumsum(np.array([1, 2, 3], np.int32), 0, exclusive=1).tolist()
+        [0, 1, 3]
+    """
+    return call("CumSum", x, opset, axis=_index_scalar(axis), exclusive=_flag(exclusive), reverse=_flag(reverse))
+
+
+def cumprod(x, axis, *, exclusive=0, reverse=0, opset: int | None = None):
+    """ONNX CumProd (opset >= 26): running products along ``axis``, rules as cumsum (exclusive
+    starts from 1).
+
+    Example:
+        >>> cumprod(np.array([1.0, 2.0, 3.0]), 0, reverse=1).tolist()
+        [6.0, 6.0, 3.0]
+    """
+    return call("CumProd", x, opset, axis=_index_scalar(axis), exclusive=_flag(exclusive), reverse=_flag(reverse))
+
+
+def topk(x, k, *, axis: int = -1, largest=1, sorted=1, opset: int | None = None):  # noqa: A002  (ONNX's name)
+    """ONNX TopK: the ``k`` largest (``largest=0``: smallest) elements along ``axis`` and their
+    int64 indices, as a tuple (values, indices). Equal values: the lower index first; NaN counts
+    as the largest. ``k`` >= 1 and at most the axis' size (an attribute before opset 10, the
+    input K after; ``largest`` / ``sorted`` need opset >= 11; sorted=0 returns sorted order too).
+
+    Example:
+        >>> values, indices = topk(np.array([3.0, 5.0, 5.0, 1.0], np.float32), 2)
+        >>> values.tolist(), indices.tolist()
+        ([5.0, 5.0], [1, 2])
+    """
+    import inspect
+
+    from .errors import UnsupportedError
+    if "outputs" not in inspect.signature(call).parameters:
+        raise UnsupportedError("TopK: dsl.eager.call cannot return both outputs (values, indices) in this "
+                               "build; run TopK through dsl.jit or dsl.from_onnx instead")
+    builder = current_builder([x, k])
+    version = builder.graph.opset if builder is not None else LATEST_OPSET if opset is None else opset
+    extra = {"largest": None if largest is True or largest == 1 else _flag(largest),
+             "sorted": None if sorted is True or sorted == 1 else _flag(sorted)}
+    if isinstance(version, (int, np.integer)) and version < 10:
+        extra["k"] = k
+    else:
+        extra["K"] = k
+    return tuple(call("TopK", x, opset, outputs=2, axis=axis, **extra))
+
+
+def trilu(input, k=None, *, upper=1, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX Trilu (opset >= 14): the upper (``upper=1``: j - i >= k) or lower (j - i <= k) triangle
+    of the last two dims of ``input`` (rank >= 2), every other element zero ("" for strings).
+    ``k``: an int or a 0-D int64 array (None: 0).
+
+    Example:
+        >>> trilu(np.ones((2, 3), np.int32), 1).tolist()
+        [[0, 1, 1], [0, 0, 1]]
+    """
+    return call("Trilu", input, opset, k=None if k is None else _index_scalar(k), upper=_flag(upper))
+
+
+def eye_like(input, *, dtype=None, k: int = 0, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX EyeLike (opset >= 9): a matrix of ``input``'s shape (rank 2) with ones on diagonal
+    ``k`` (out[i, i + k] = 1) and zeros elsewhere, of element type ``dtype`` (a DType, ONNX name,
+    numpy dtype or ONNX code; None: input's type).
+
+    Example:
+        >>> eye_like(np.zeros((2, 3), np.float32), dtype="int32", k=1).tolist()
+        [[0, 1, 0], [0, 0, 1]]
+    """
+    code = None if dtype is None else _type_code(dtype, "EyeLike", "dtype")
+    return call("EyeLike", input, opset, dtype=code, k=k)
+
+
+def hardmax(input, axis: int | None = None, *, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX Hardmax: 1 at the first maximum along ``axis``, 0 elsewhere (axis None: the opset's
+    default, -1 from 13; opsets 1-12 take the maximum over all axes from ``axis`` on, default 1).
+
+    Example:
+        >>> hardmax(np.array([[1.0, 3.0, 3.0]], np.float32)).tolist()
+        [[0.0, 1.0, 0.0]]
+    """
+    return call("Hardmax", input, opset, axis=axis)
+
+
+def bitcast(input, to, *, opset: int | None = None):  # noqa: A002  (the ONNX input's name)
+    """ONNX BitCast (opset >= 26): the same bits read as element type ``to`` (a DType, ONNX name,
+    numpy dtype or ONNX code) of the same bit width; little-endian bytes, shape unchanged.
+
+    Example:
+        >>> bitcast(np.array([1.0], np.float32), "int32").tolist()
+        [1065353216]
+    """
+    return call("BitCast", input, opset, to=_type_code(to, "BitCast", "to"))
 
 
 def size(data, *, opset: int | None = None):

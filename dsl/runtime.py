@@ -21,8 +21,10 @@ from .codegen.compile import compile_kernel
 from .kir import types as kir_types
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
 from .lru import LRU
+from .ops import registry
 from .passes.fuse import KernelStep, NodeStep
 from .tensor import Tensor, _span_of
+from .values import runtime_type
 from .view import BlockedView, View
 
 PARALLEL_THRESHOLD = 1 << 16  # elements; below this one thread beats the hand-off cost
@@ -162,6 +164,34 @@ def _coalesce(shape, leaf_views, keep_last: bool = False):
     return tuple(out_shape), [tuple(st) for st in out_strides], [tuple(bl) for bl in out_blocks]
 
 
+def _coalesce_apart(shape, leaf_views, separate: tuple):
+    """_coalesce keeping each dim of ``separate`` a coalesced dim of its own (size-1 dims
+    dropped). Returns (shape, strides, blocks, {dim in separate: its coalesced dim})."""
+    keep = [k for k, d in enumerate(shape) if d != 1 or k in separate]
+    blocks = [_blocks(v) for v in leaf_views]
+    out_shape, out_strides, out_blocks, where = [], [[] for _ in leaf_views], [[] for _ in leaf_views], {}
+    previous = None
+    for k in keep:
+        merge = previous is not None and previous not in separate and k not in separate and all(
+            st[-1] == v.strides[k] * shape[k] and bl[-1] == 1 and b[k] == 1
+            for st, v, bl, b in zip(out_strides, leaf_views, out_blocks, blocks))
+        if merge:
+            out_shape[-1] *= shape[k]
+            for st, v in zip(out_strides, leaf_views):
+                st[-1] = v.strides[k]
+        else:
+            out_shape.append(shape[k])
+            for st, bl, v, b in zip(out_strides, out_blocks, leaf_views, blocks):
+                st.append(v.strides[k])
+                bl.append(b[k])
+        if k in separate:
+            where[k] = len(out_shape) - 1
+        previous = k
+    if not out_shape:
+        return (1,), [(0,) for _ in leaf_views], [(1,) for _ in leaf_views], where
+    return tuple(out_shape), [tuple(st) for st in out_strides], [tuple(bl) for bl in out_blocks], where
+
+
 def _leaf_kinds(packed: list, strides: list, blocks: list) -> list[tuple]:
     """Kernel variant key per leaf: (packed, inner stride kind[, block divisors if blocked])."""
     return [(p, _inner_kind(st[-1])) + ((bl,) if any(b != 1 for b in bl) else ())
@@ -193,6 +223,17 @@ class KernelRunner:
         self.out_specs = [(name, dt.np_dtype, out_shape, prod(out_shape), np.dtype(kir_types.storage(dt)))
                           for name, dt, out_shape in self.outputs]
         self.softmax = self.row is not None and self.row[0][2] in ("softmax", "logsoftmax")
+        # concatenated leaves (guarded loads): their ranges along the group dims they guard
+        self.guards = {i: leaf.guard for i, leaf in enumerate(self.group.leaves) if leaf.guard is not None}
+        self.bounds = np.array([b for g in self.guards.values() for b in (g.lo, g.hi)], np.int64)
+
+    def _coalesced(self, views: list) -> tuple:
+        """(coalesced shape, per-leaf strides, per-leaf blocks, {guarded leaf: its coalesced dim})."""
+        if self.guards:
+            shape, strides, blocks, where = _coalesce_apart(self.group.shape, views,
+                                                            tuple({g.dim for g in self.guards.values()}))
+            return shape, strides, blocks, {i: where[g.dim] for i, g in self.guards.items()}
+        return (*_coalesce(self.group.shape, views, keep_last=self.row is not None), {})
 
     def _streamed(self, shape, kinds) -> tuple:
         """Indices of the outputs a kernel of coalesced ``shape`` writes with streaming stores:
@@ -220,7 +261,7 @@ class KernelRunner:
         (benchmarks/transposed.py). Tile rows: a power of two times 64 up to 1024 that the rows
         fill. Not for packed or blocked leaves."""
         rows, cols = TILE
-        if self.row is not None or len(shape) < 2 or shape[-2] < 64 or shape[-1] < cols or \
+        if self.row is not None or self.guards or len(shape) < 2 or shape[-2] < 64 or shape[-1] < cols or \
                 any(kind[0] or len(kind) > 2 for kind in kinds):
             return 0
         staged = tuple(i for i, st in enumerate(strides) if st[-1] != 0 and 0 < abs(st[-2]) < abs(st[-1]))
@@ -231,9 +272,9 @@ class KernelRunner:
         unit = tuple(i for i in staged if strides[i][-2] == 1)
         return ((rows, cols), staged, unit)
 
-    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0) -> str:
+    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: dict | None = None) -> str:
         if self.row is None:
-            return kernel_source(self.group, rank, kinds, stream, self.math, tile)
+            return kernel_source(self.group, rank, kinds, stream, self.math, tile, guards or {})
         return row_source(self.group, [kind for _, _, kind in self.row], rank, kinds,
                           [dt for _, dt, _ in self.outputs], stream, self.math)
 
@@ -246,9 +287,9 @@ class KernelRunner:
             for _, transform in leaf.path:  # a step that cannot stay a view reads a contiguous copy
                 view = transform(view) or transform(View.contiguous(view.shape))
             views.append(view)
-        shape, strides, blocks = _coalesce(self.group.shape, views, keep_last=self.row is not None)
+        shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([leaf.dtype.packed for leaf in self.group.leaves], strides, blocks)
-        return self._source(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds))
+        return self._source(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds), guards)
 
     def _plan(self, objs, stream: bool = True):
         storages, views, kinds = [], [], []
@@ -259,10 +300,10 @@ class KernelRunner:
             cacheable &= stayed
             storages.append((buffer, packed))
             views.append(view)
-        shape, strides, blocks = _coalesce(self.group.shape, views, keep_last=self.row is not None)
+        shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([packed for _, packed in storages], strides, blocks)
         streamed = self._streamed(shape, kinds) if stream else ()
-        kernel = compile_kernel(self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds)))
+        kernel = compile_kernel(self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds), guards))
         params = []
         for view, st in zip(views, strides):
             params.append((np.int64(view.offset), np.array(st, np.int64)))
@@ -296,6 +337,8 @@ class KernelRunner:
         args = []
         for buffer, (offset, strides) in zip(buffers, params):
             args += (buffer, offset, strides)
+        if self.guards:
+            args.append(self.bounds)
         outs = [POOL.empty(size, raw) for _, _, _, size, raw in self.out_specs]
         if streamed and any(outs[j].ctypes.data % ALIGN for j in streamed):  # never, by POOL's construction
             kernel = self._plan(objs, stream=False)[1][0]
@@ -319,9 +362,25 @@ class KernelRunner:
             env[name] = (out if np_dtype == raw else out.view(np_dtype)).reshape(out_shape)
 
 
+def _unplanned(step: NodeStep) -> bool:
+    """Whether the node's rule could not read an input whose contents it needs (computed at run
+    time, e.g. Slice starts from a Shape): its Call is then planned again on the real values."""
+    if not hasattr(step, "replan"):
+        schema = step.opdef.schema(step.call.version)
+        step.replan = any(spec.needs_value and k < len(step.call.values) and step.call.values[k] is None
+                          and step.node.inputs[k] is not None for k, spec in enumerate(schema.inputs))
+    return step.replan
+
+
 def run_node(step: NodeStep, env: dict) -> None:
     """A node by its numpy reference (packed Tensors through view ops keep their buffer)."""
     args = [None if v is None else env[v.name] for v in step.node.inputs]
+    if _unplanned(step):
+        values = [a.numpy() if isinstance(a, Tensor) else a for a in args]
+        types = [None if a is None else runtime_type(a) for a in args]  # (shapes may be data-dependent too)
+        _, call, _ = registry.bind(step.node, step.call.version, types, values)
+        step = NodeStep(step.node, call, step.opdef)
+        step.replan = False
     if args and isinstance(args[0], Tensor):
         if step.opdef.view is not None:
             moved = step.opdef.view(step.call, args[0].view)

@@ -14,7 +14,6 @@ import re
 import numpy as np
 
 from . import scalar
-from ..kir import types as kir_types
 from ..kir import elementwise
 from ..kir.group import Group
 from . import loops
@@ -34,7 +33,7 @@ def _header(group: Rendered, rank: int, outputs: int, leaf_kinds) -> list[str]:
     packed_tables = sorted({scalar.packed_table_source(leaf.dtype)
                             for leaf, kind in zip(group.leaves, leaf_kinds) if kind[0]})
     lines = [PREAMBLE, TRUNC, *helper_lines(group.helpers), *packed_tables, "",
-             f"@numba.njit(cache=True, nogil=True, error_model='numpy')",
+             "@numba.njit(cache=True, nogil=True, error_model='numpy')",
              f"def kernel({', '.join(params)}):"]
     # Index arithmetic is unsigned: numba then skips negative-index wraparound, which lets LLVM
     # vectorize the inner loop (measured 1.6x). Negative strides wrap mod 2**64 and every
@@ -95,14 +94,18 @@ def _split_hoisted(group: Rendered, loads: dict, leaf_kinds, blocked_fixed: bool
 
 
 def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = (), math: str = "fast",
-                  tile: tuple | int = 0) -> str:
+                  tile: tuple | int = 0, guards: dict | None = None) -> str:
     """Elementwise kernel for ``group`` at a coalesced ``rank``: the schedule of
     dsl/kir/elementwise.py rendered by loops.py. leaf_kinds[i] = (packed, inner) or, for a
     blocked parameter, (packed, inner, block divisor per dim); outputs whose index is in
     ``stream`` are written with streaming stores; ``math`` is the float math mode ("fast" or
     "exact", see fused.py); ``tile`` ((rows, cols), staged leaves, those of them with unit
-    stride along dim -2; or 0) walks the last two dims in tiles."""
-    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else ()) for kind in leaf_kinds]
+    stride along dim -2; or 0) walks the last two dims in tiles; ``guards`` maps each
+    concatenated leaf to the coalesced dim its range guards (its bounds: the kernel's
+    ``bounds`` argument, lo and hi per guarded leaf in leaf order)."""
+    guards = guards or {}
+    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else (), guards.get(i))
+               for i, kind in enumerate(leaf_kinds)]
     inputs = [(leaf.dtype, kind[0]) for leaf, kind in zip(group.leaves, leaf_kinds)]
     shape = elementwise.Tile(*tile[0], tuple(tile[1]), tuple(tile[2])) if tile else None
     kernel = elementwise.elementwise_kernel(group.outputs, [s.type.dtype for s in group.sinks], inputs, layouts, rank,

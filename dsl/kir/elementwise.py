@@ -43,12 +43,14 @@ LINE_BYTES = 64
 @dataclass(frozen=True)
 class Layout:
     """One input's layout at a coalesced rank: ``inner`` (BROADCAST / UNIT / STRIDED: its stride
-    along the innermost dim is 0, 1 or other) and ``blocks`` (per dim, the block divisor of a
-    blocked parameter; 1 for plain dims)."""
+    along the innermost dim is 0, 1 or other), ``blocks`` (per dim, the block divisor of a
+    blocked parameter; 1 for plain dims) and ``guard`` (a concatenated input, read only where
+    the index along that dim is in its range)."""
 
     packed: bool
     inner: int
     blocks: tuple = ()
+    guard: int | None = None  # a concatenated input: the dim its range [g{i}_lo, g{i}_hi) guards
 
     def block(self, k: int) -> int:
         return self.blocks[k] if self.blocks else 1
@@ -127,7 +129,21 @@ class _Schedule:
     def values(self, loads: dict) -> list[kir.Expr]:
         """The outputs with input i read by ``loads[i]`` (a Load expression); values the
         outputs share stay shared."""
-        return kir.replace_all(self.outputs, lambda leaf: loads[leaf.index])
+        values = kir.replace_all(self.outputs, lambda leaf: loads[leaf.index])
+        if any(layout.guard is not None for layout in self.layouts):
+            values = kir.replace_all(values, self.guarded, kinds=(kir.Pick,))
+        return values
+
+    def guarded(self, pick: kir.Pick) -> kir.Expr:
+        """A concatenation as guarded loads: item j's load where its guard holds, else the next
+        item's (the last one's default, 0, is never taken: the ranges cover the dim)."""
+        value = kir.const(0, pick.dtype)
+        for load in reversed(pick.items):
+            i = next(k for k, b in enumerate(self.buffers) if b is load.buffer)
+            at = U(f"i{self.layouts[i].guard}")
+            valid = kir.binary("and", kir.compare("ge", at, U(f"g{i}_lo")), kir.compare("lt", at, U(f"g{i}_hi")))
+            value = L.load(load.buffer, load.index, valid, value, load.part)
+        return value
 
     def loads(self, block_var: str | None = None, overrides: dict | None = None) -> dict:
         found = {i: L.load(buffer, self.index(i, block_var)) for i, buffer in enumerate(self.buffers)}
@@ -156,6 +172,8 @@ class _Schedule:
         inner dim is one (a blocked packed parameter loads per element inside that loop)."""
         moving = [i for i, lay in enumerate(self.layouts)
                   if lay.packed and lay.inner != BROADCAST and lay.block(self.last) == 1]
+        if any(lay.guard is not None for lay in self.layouts):
+            return []  # (guarded loads one element at a time)
         if moving and all(self.layouts[i].inner == UNIT and self.buffers[i].elem.bits == 4 for i in moving):
             return moving
         return []
@@ -255,6 +273,11 @@ class _Schedule:
             strides = tuple(f"s{i}_{k}" for k in range(self.rank))
             arguments += [buffer, f"o{i}", L.ParamVector(f"s{i}", strides)]
             params += [f"o{i}", *strides]
+        bounds = tuple(f"g{i}_{end}" for i, lay in enumerate(self.layouts) if lay.guard is not None
+                       for end in ("lo", "hi"))
+        if bounds:
+            arguments.append(L.ParamVector("bounds", bounds))
+            params += bounds
         arguments += self.outs
         return L.Kernel("elementwise", [*self.buffers, *self.outs, *self.temps], params, body, arguments)
 

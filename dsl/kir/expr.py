@@ -26,6 +26,8 @@ change a result except where a node says so):
 - ``Cast(x, to, saturate, round_mode)``: ONNX Cast of a domain value to element type ``to``
   (dsl/convert.py's rules), giving a value of ``to``'s compute domain.
 - ``Call(fn, args)``: the named operations in CALLS.
+- ``Pick(items)``: concatenation, the item whose group input's guard holds (lowered by schedules
+  into guarded loads).
 """
 from __future__ import annotations
 
@@ -148,6 +150,20 @@ class Call(Expr):
         return self.args
 
 
+@dataclass(frozen=True, eq=False)
+class Pick(Expr):
+    """Concatenation: ``items[j]`` (group inputs, Leafs) where group input j's guard (its
+    GroupInput.guard: the output index along the concatenated dim in its range) holds. A
+    schedule lowers it into guarded loads (dsl/kir/loops.py Load valid / default): no item is
+    read outside its range. ``name`` is the value it computes."""
+
+    items: tuple = ()
+    name: str = ""
+
+    def children(self) -> tuple:
+        return self.items
+
+
 # ---- constructors (each checks its operands: a bad node is a lowering bug) ----------------------
 def _require(condition: bool, message: str) -> None:
     if not condition:
@@ -168,6 +184,13 @@ def const(value, dtype: str) -> Const:
 
 def leaf(index: int, elem: DType) -> Leaf:
     return Leaf(types.domain(elem), index, elem)
+
+
+def pick(items, name: str) -> Pick:
+    items = tuple(items)
+    _require(items and all(isinstance(i, Leaf) and i.dtype == items[0].dtype for i in items),
+             "pick: items must be leaves of one type")
+    return Pick(items[0].dtype, items, name)
 
 
 def var(name: str, dtype: str) -> Var:
@@ -264,6 +287,8 @@ def with_children(node: Expr, children: list) -> Expr:
     """``node`` with its operands replaced (same op and type)."""
     if isinstance(node, Call):
         return dataclasses.replace(node, args=tuple(children))
+    if isinstance(node, Pick):
+        return dataclasses.replace(node, items=tuple(children))
     fields = _CHILD_FIELDS.get(type(node).__name__)
     if fields is None:  # (a Load: its present operands in order index, valid, default)
         names = [n for n in ("index", "valid", "default") if getattr(node, n, None) is not None]
@@ -329,6 +354,8 @@ def _label(node: Expr, names: dict) -> str:
         return f"select {args}"
     if isinstance(node, Call):
         return f"call {node.fn}({args})"
+    if isinstance(node, Pick):
+        return f"pick {args}"
     return f"{node.op} {args}"
 
 

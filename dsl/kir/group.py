@@ -14,6 +14,8 @@ import numpy as np
 
 from ..dtypes import DType
 from ..ir import Node, Value
+from ..ops.lowering import Concatenation
+from ..view import View
 from . import expr as kir
 from . import types
 
@@ -26,6 +28,26 @@ class GroupInput:
     value: Value
     path: tuple
     dtype: DType
+    guard: "Guard | None" = None
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A concatenated group input is read only where the group index along ``dim`` is in
+    [lo, hi) (its part of the concatenation; elsewhere its View points outside its data)."""
+
+    dim: int
+    lo: int
+    hi: int
+
+
+class Unfusable(Exception):
+    """The fused form of value ``name`` does not fit the group being built (a concatenation
+    reached through a view, or broadcast along its axis): the partitioner computes it on its own."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
 
 
 @dataclass
@@ -151,6 +173,8 @@ class GroupBuilder:
         if opdef.view is not None:
             step = (("view", id(node)), _ViewStep(opdef, call))
             return self._expr(node.inputs[0], (step,) + path)
+        if isinstance(opdef.kernel, Concatenation):
+            return self._concat(node, call, opdef.kernel.axis(call), path)
         self._group.nodes.append(node)
         lowering = opdef.kernel
         args = []
@@ -183,9 +207,28 @@ class GroupBuilder:
             self._stages[value.name] = var
         return self._stages[value.name]
 
-    def _leaf(self, value: Value, path: tuple) -> kir.Leaf:
+    def _concat(self, node: Node, call, axis: int, path: tuple) -> kir.Expr:
+        """A Concat as a Pick of its inputs, each a group input seen at the output's shape (its
+        View shifted back by its start along the axis) and guarded to its range. Only numpy
+        broadcasting may lie between it and the group, and not along its axis: the guard is then
+        the group's own index along that dim."""
+        out = node.outputs[0]
+        shape = tuple(out.type.shape)
+        dim = axis + len(self._group.shape) - len(shape)
+        if not all(key[0] == "broadcast" for key, _ in path) or self._group.shape[dim] != shape[axis]:
+            raise Unfusable(out.name)
+        self._group.nodes.append(node)
+        items, start = [], 0
+        for j, inp in enumerate(node.inputs):
+            size = inp.type.shape[axis]
+            step = (("concat", id(node), j), _Shift(axis, start, shape))
+            items.append(self._leaf(inp, (step,) + path, Guard(dim, start, start + size)))
+            start += size
+        return kir.pick(items, out.name)
+
+    def _leaf(self, value: Value, path: tuple, guard: Guard | None = None) -> kir.Leaf:
         index = len(self._group.leaves)
-        self._group.leaves.append(GroupInput(value, path, value.type.dtype))
+        self._group.leaves.append(GroupInput(value, path, value.type.dtype, guard))
         return kir.leaf(index, value.type.dtype)
 
 
@@ -210,6 +253,19 @@ class _ViewStep:
 
     def __call__(self, view):
         return self.opdef.view(self.call, view)
+
+
+class _Shift:
+    """A Concat input's View at the Concat's ``shape``: index i along ``axis`` reads the input's
+    element i - start (an offset moved back by start strides; only read where guarded)."""
+
+    def __init__(self, axis: int, start: int, shape: tuple):
+        self.axis, self.start, self.shape = axis, start, tuple(shape)
+
+    def __call__(self, view):
+        if type(view) is not View:  # (a blocked parameter: the runtime copies it out first)
+            return None
+        return View(self.shape, view.strides, view.offset - self.start * view.strides[self.axis])
 
 
 class _Broadcast:

@@ -72,16 +72,17 @@ def _expand(dims, node, call, opdef) -> None:
     dims.broadcast(node.inputs[0], node.outputs[0])
 
 
-def _row(dims, node, call, opdef) -> None:
-    """Reductions keep their other dims and read their axes whole (or are dask tree
-    reductions); Softmax / LogSoftmax keep every dim and read their axes whole."""
+def reduced_whole(dims, node, call, opdef) -> None:
+    """A reduction that dask does not split along its axes (composites, ReduceProd, ArgMax):
+    its other dims kept, its axes read whole."""
+    _reduce_dims(dims, node, call, full=False)
+
+
+def _reduce_dims(dims, node, call, full: bool) -> None:
     plan, data, out = call.plan, node.inputs[0], node.outputs[0]
     if plan.identity:
         for axis in range(len(data.type.shape)):
             dims.join(data, axis, out, axis)
-        return
-    full = opdef.kernel.kind in ("softmax", "logsoftmax")
-    if not full and dims.tree_reduction(node):
         return
     kept = [k for k in range(len(plan.in_shape)) if k not in plan.axes]
     out_axes = kept if plan.keepdims else range(len(kept))
@@ -92,6 +93,15 @@ def _row(dims, node, call, opdef) -> None:
         dims.mark_whole(data, axis, node)
         if full:
             dims.join(data, axis, out, axis)
+
+
+def _row(dims, node, call, opdef) -> None:
+    """Reductions keep their other dims and read their axes whole (or are dask tree
+    reductions); Softmax / LogSoftmax keep every dim and read their axes whole."""
+    full = opdef.kernel.kind in ("softmax", "logsoftmax")
+    if not full and not call.plan.identity and dims.tree_reduction(node):
+        return
+    _reduce_dims(dims, node, call, full)
 
 
 def _matmul(dims, node, call, opdef) -> None:

@@ -46,3 +46,18 @@ class Row:
     kind: str
     fusable: Callable = lambda call: True
     axes: Callable | None = None  # call -> the axes of input 0 reduced (any-axis schedule), or None
+
+
+@dataclass(frozen=True)
+class Concatenation:
+    """An op whose output element is one input's element at a shifted index along one axis
+    (Concat): fused, each input is a group input read through a guarded load (dsl/kir/expr.py
+    Pick), never outside its own range.
+
+    Attributes:
+        axis: call -> the concatenated axis (normalized).
+        fusable: call -> whether this application can be fused (static shapes, few inputs).
+    """
+
+    axis: Callable
+    fusable: Callable = lambda call: True

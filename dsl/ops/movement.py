@@ -16,6 +16,7 @@ from ..dtypes import all_types
 from ..errors import InputError
 from ..ir import TensorType
 from . import chunks
+from .lowering import Concatenation
 from .registry import INT64_MAX, INT64_MIN, Attr, Call, Input, OpDef, Schema, register
 from .shape import normalize_axes
 
@@ -194,8 +195,21 @@ def _concat_schemas() -> tuple[Schema, ...]:
             *(Schema(v, slots, (Attr("axis", "int"),), all_types(v) if v >= 13 else _NO_BF16) for v in (4, 11, 13)))
 
 
+FUSED_CONCAT_INPUTS = 8  # more inputs: one guarded load each per element costs more than numpy's copies
+
+
+def _concat_fusable(call: Call) -> bool:
+    """Fused (guarded loads) when every shape is static, the joined axis has 2+ elements and
+    there are at most FUSED_CONCAT_INPUTS inputs."""
+    shapes = [t.shape for t in call.types]
+    return isinstance(call.plan, int) and len(shapes) <= FUSED_CONCAT_INPUTS and \
+        all(s is not None and all(isinstance(d, int) for d in s) for s in shapes) and \
+        sum(s[call.plan] for s in shapes) >= 2
+
+
 register(OpDef(
     "Concat", _concat_schemas(), _concat_rule, reference=_concat_reference, chunk=chunks.CONCAT,
+    kernel=Concatenation(axis=lambda call: call.plan, fusable=_concat_fusable),
     doc="Join tensors along `axis` (all other dims equal)."))
 
 

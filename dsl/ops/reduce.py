@@ -174,9 +174,11 @@ _REDUCERS = {"ReduceSum": (_sum, "sum"), "ReduceMax": (_max, "max"), "ReduceMin"
              "ReduceMean": (_mean, "mean")}
 
 
-def _reduce_schema(name: str, version: int, names: tuple) -> Schema:
+def _reduce_schema(name: str, version: int, names: tuple, axes_input_since: int | None = None) -> Schema:
+    """A reduction's schema at ``version``: axes as an attribute before ``axes_input_since``
+    (default: the op's in _AXES_INPUT_SINCE), an optional input from then on."""
     keepdims = Attr("keepdims", "int", 1)
-    if version < _AXES_INPUT_SINCE[name]:
+    if version < (axes_input_since or _AXES_INPUT_SINCE[name]):
         return Schema(version, (Input("data"),), (Attr("axes", "ints", None), keepdims), dtypes.types(*names))
     axes = Input("axes", INT64, optional=True, needs_value=True)
     return Schema(version, (Input("data"), axes), (keepdims, Attr("noop_with_empty_axes", "int", 0)),

@@ -79,6 +79,7 @@ class Call:
     values: list[Any]
     plan: Any = None
     folded: list[Any] | None = None  # output values a rule can compute from types alone
+    outputs: int | None = None  # the node's output count when bound from an ir.Node (Split reads it)
 
     def fail(self, message: str, cls: type[DslError] = ShapeError):
         raise cls(f"{where(self.op, self.node)}: {message}")
@@ -121,6 +122,9 @@ class OpDef:
     # how its dims chunk under dsl.dask (a dsl.ops.chunks.ChunkRule); register() gives elementwise,
     # view and row (reduction / softmax) ops theirs; None: dsl.dask cannot run it blockwise
     chunk: Any = None
+    # a composite op's function body: expand(call, builder, inputs) -> outputs, in primitive ops
+    # (dsl/ops/expansion.py); the JIT builds them into the graph, where they fuse
+    expand: Callable | None = None
 
     def schema(self, opset: int, node: str = "") -> Schema:
         """The schema in force at a default-domain opset."""
@@ -300,6 +304,7 @@ def bind(node, opset: int, types: list, values: list, attrs: dict | None = None,
     opdef = get(op_type, name, domain)
     schema = opdef.schema(opset, name)
     call = opdef.make_call(schema, name, attrs or {}, types, values)
+    call.outputs = None if isinstance(node, str) else len(node.outputs)
     return opdef, call, opdef.infer(schema, call) if infer else None
 
 

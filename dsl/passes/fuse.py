@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import kir
 from ..kir import types as kir_types
-from ..kir.group import Group, GroupBuilder
+from ..kir.group import Group, GroupBuilder, Unfusable
 from ..ir import Graph, Node, TensorType, Value
 from ..ops import registry
-from ..ops.lowering import Elementwise, Row
+from ..ops.lowering import Concatenation, Elementwise, Row
 
 
 @dataclass
@@ -67,12 +68,38 @@ def _tensor_ok(value: Value | None) -> bool:
     return value is None or isinstance(value.type, TensorType) and kir_types.supported(value.type.dtype)
 
 
-def _fusable(node: Node, call, opdef) -> bool:
-    if not all(_tensor_ok(v) for v in list(node.inputs) + list(node.outputs)):
+def _static(value: Value | None) -> bool:
+    """A value whose shape is known before the run (not a data-dependent one: NonZero's count)."""
+    return value is None or value.type.shape is not None and all(isinstance(d, int) for d in value.type.shape)
+
+
+def _fusable(node: Node, call, opdef, unfused: set = frozenset()) -> bool:
+    if not all(_tensor_ok(v) and _static(v) for v in list(node.inputs) + list(node.outputs)):
         return False
     if opdef.view is not None and len(node.outputs) == 1:
         return call.plan is not None
+    if isinstance(opdef.kernel, Concatenation):  # (guarded loads of its inputs, which are materialized)
+        return opdef.kernel.fusable(call) and node.outputs[0].name not in unfused
     return isinstance(opdef.kernel, Elementwise) and opdef.kernel.fusable(call) and len(node.outputs) == 1
+
+
+def _picks(group: Group) -> list:
+    """Names of the concatenations fused into ``group`` (kir Pick nodes)."""
+    roots = list(group.outputs) + [stage.value for stage in group.stages]
+    if group.epilogue is not None:
+        roots += group.epilogue.outputs
+    return [node.name for node in kir.postorder(roots) if isinstance(node, kir.Pick)]
+
+
+def _check_picks(steps: list) -> list:
+    """Only plain elementwise kernels take fused concatenations (their schedule lowers them into
+    guarded loads); another kernel's concatenation is computed on its own (Unfusable)."""
+    for step in steps:
+        if isinstance(step, KernelStep) and (type(step) is not KernelStep or step.row or step.group.epilogue):
+            names = _picks(step.group)
+            if names:
+                raise Unfusable(names[0])
+    return steps
 
 
 def _row_kernel(node: Node, call, opdef) -> bool:
@@ -82,7 +109,7 @@ def _row_kernel(node: Node, call, opdef) -> bool:
             node.inputs[0].type.dtype.onnx_name in ("int64", "uint64"):
         return False
     return isinstance(opdef.kernel, Row) and opdef.kernel.fusable(call) and \
-        all(_tensor_ok(v) for v in list(node.inputs[:1]) + list(node.outputs)) and \
+        all(_tensor_ok(v) and _static(v) for v in list(node.inputs[:1]) + list(node.outputs)) and \
         node.inputs[0].type.shape is not None and len(node.inputs[0].type.shape) >= 1
 
 
@@ -105,22 +132,27 @@ def _any_axis_kernel(node: Node, call, opdef) -> bool:
 def partition(graph: Graph, calls: dict, constants: dict) -> list:
     """Steps in execution order for a graph whose types are all concrete."""
     unstaged: set = set()
+    unfused: set = set()
     while True:
         try:
-            return _partition(graph, calls, constants, unstaged)
+            return _check_picks(_partition(graph, calls, constants, unstaged, unfused))
         except _Unstage as found:
             unstaged.add(found.name)
+        except Unfusable as found:
+            unfused.add(found.name)
 
 
-def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set) -> list:
+def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfused: set) -> list:
     producer = {}
     fusable = {}
+    needed = {v.name for v in graph.outputs}
     for node in graph.nodes:
         opdef = registry.get(node.op_type, node.name, node.domain)
-        fusable[id(node)] = _fusable(node, calls[id(node)], opdef)
+        fusable[id(node)] = _fusable(node, calls[id(node)], opdef, unfused)
+        if fusable[id(node)] and isinstance(opdef.kernel, Concatenation):
+            needed.update(v.name for v in node.inputs)  # (read by guarded loads)
         for value in node.outputs:
             producer[value.name] = (node, calls[id(node)], opdef)
-    needed = {v.name for v in graph.outputs}
     rows = {id(n) for n in graph.nodes
             if _row_kernel(n, calls[id(n)], registry.get(n.op_type, n.name, n.domain))}
     any_axis = {id(n) for n in graph.nodes if id(n) not in rows

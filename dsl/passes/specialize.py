@@ -20,13 +20,9 @@ def value_inputs(graph: Graph) -> set[str]:
     return found
 
 
-def specialize(graph: Graph, input_types: list, known: dict | None = None) -> tuple[Graph, dict, dict]:
-    """Copy ``graph`` with ``input_types`` on its inputs and re-run inference; ``known`` holds
-    the values of ``value_inputs`` (treated as constants).
-
-    Returns:
-        (the copy, {id(node): Call}, {value name: constant array}).
-    """
+def value_copier(keep_types: bool = False):
+    """copy(value) -> a fresh Value of the same name, one per name (None stays None); with
+    ``keep_types`` it carries the original's type. ``copy.values`` maps names to the copies."""
     values: dict[str, Value] = {}
 
     def copy(value: Value | None) -> Value | None:
@@ -34,8 +30,21 @@ def specialize(graph: Graph, input_types: list, known: dict | None = None) -> tu
             return None
         if value.name not in values:
             values[value.name] = Value(value.name)
+            if keep_types:
+                values[value.name].type = value.type
         return values[value.name]
+    copy.values = values
+    return copy
 
+
+def specialize(graph: Graph, input_types: list, known: dict | None = None) -> tuple[Graph, dict, dict]:
+    """Copy ``graph`` with ``input_types`` on its inputs and re-run inference; ``known`` holds
+    the values of ``value_inputs`` (treated as constants).
+
+    Returns:
+        (the copy, {id(node): Call}, {value name: constant array}).
+    """
+    copy = value_copier()
     inputs = [copy(v) for v in graph.inputs]
     for value, value_type in zip(inputs, input_types):
         value.type = value_type
@@ -44,7 +53,7 @@ def specialize(graph: Graph, input_types: list, known: dict | None = None) -> tu
     clone = Graph(graph.name, inputs, [copy(v) for v in graph.outputs], nodes, dict(graph.initializers),
                   graph.opset)
     for name, array in graph.initializers.items():  # constants feed kernels: they need types
-        if name in values and values[name].type is None:
-            values[name].type = type_of_array(array)
+        if name in copy.values and copy.values[name].type is None:
+            copy.values[name].type = type_of_array(array)
     _, calls, consts = infer_shapes.infer(clone, known)
     return clone, calls, consts

@@ -352,3 +352,15 @@ def test_slice_concat_and_gather_run_blockwise():
         lazy = dsl.dask.apply(f, da.from_array(x, chunks=(4, 10)), da.from_array(table, chunks=(10, 6)))
     for got, want in zip(dask.compute(*lazy), dsl.jit(f)(x, table)):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@dsl.jit
+def norms(x):
+    return (dsl.reduce_l2(x * 2.0, [-1]), dsl.reduce_log_sum_exp(x, [1], keepdims=False), dsl.argmax(x, 0),
+            dsl.reduce_prod(x, [-1]))
+
+
+@pytest.mark.parametrize("chunks", [(8, 6, 32), (3, 6, 32), (3, 2, 32)])
+def test_composite_reductions_and_argmax_run_blockwise(chunks):
+    x = RNG.standard_normal((8, 6, 32)).astype(np.float32) * 0.5
+    check(norms, (x,), (da.from_array(x, chunks=chunks),), exact=False, rtol=2e-6)
