@@ -223,17 +223,16 @@ class KernelRunner:
         self.out_specs = [(name, dt.np_dtype, out_shape, prod(out_shape), np.dtype(kir_types.storage(dt)))
                           for name, dt, out_shape in self.outputs]
         self.softmax = self.row is not None and self.row[0][2] in ("softmax", "logsoftmax")
-        # concatenated leaves (guarded loads): their ranges along the group dims they guard
-        self.guards = {i: leaf.guard for i, leaf in enumerate(self.group.leaves) if leaf.guard is not None}
-        self.bounds = np.array([b for g in self.guards.values() for b in (g.lo, g.hi)], np.int64)
+        # the parts of fused concatenations: their ranges along the group dims they guard
+        self.guards = list(self.group.guards)
+        self.bounds = np.array([b for g in self.guards for b in (g.lo, g.hi)], np.int64)
 
     def _coalesced(self, views: list) -> tuple:
-        """(coalesced shape, per-leaf strides, per-leaf blocks, {guarded leaf: its coalesced dim})."""
+        """(coalesced shape, per-leaf strides, per-leaf blocks, per guard its coalesced dim)."""
         if self.guards:
-            shape, strides, blocks, where = _coalesce_apart(self.group.shape, views,
-                                                            tuple({g.dim for g in self.guards.values()}))
-            return shape, strides, blocks, {i: where[g.dim] for i, g in self.guards.items()}
-        return (*_coalesce(self.group.shape, views, keep_last=self.row is not None), {})
+            shape, strides, blocks, where = _coalesce_apart(self.group.shape, views, tuple({g.dim for g in self.guards}))
+            return shape, strides, blocks, tuple(where[g.dim] for g in self.guards)
+        return (*_coalesce(self.group.shape, views, keep_last=self.row is not None), ())
 
     def _streamed(self, shape, kinds) -> tuple:
         """Indices of the outputs a kernel of coalesced ``shape`` writes with streaming stores:
@@ -272,9 +271,9 @@ class KernelRunner:
         unit = tuple(i for i in staged if strides[i][-2] == 1)
         return ((rows, cols), staged, unit)
 
-    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: dict | None = None) -> str:
+    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: tuple = ()) -> str:
         if self.row is None:
-            return kernel_source(self.group, rank, kinds, stream, self.math, tile, guards or {})
+            return kernel_source(self.group, rank, kinds, stream, self.math, tile, guards)
         return row_source(self.group, [kind for _, _, kind in self.row], rank, kinds,
                           [dt for _, dt, _ in self.outputs], stream, self.math)
 

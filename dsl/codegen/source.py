@@ -94,22 +94,21 @@ def _split_hoisted(group: Rendered, loads: dict, leaf_kinds, blocked_fixed: bool
 
 
 def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tuple = (), math: str = "fast",
-                  tile: tuple | int = 0, guards: dict | None = None) -> str:
+                  tile: tuple | int = 0, guards: tuple = ()) -> str:
     """Elementwise kernel for ``group`` at a coalesced ``rank``: the schedule of
     dsl/kir/elementwise.py rendered by loops.py. leaf_kinds[i] = (packed, inner) or, for a
     blocked parameter, (packed, inner, block divisor per dim); outputs whose index is in
     ``stream`` are written with streaming stores; ``math`` is the float math mode ("fast" or
     "exact", see fused.py); ``tile`` ((rows, cols), staged leaves, those of them with unit
-    stride along dim -2; or 0) walks the last two dims in tiles; ``guards`` maps each
-    concatenated leaf to the coalesced dim its range guards (its bounds: the kernel's
-    ``bounds`` argument, lo and hi per guarded leaf in leaf order)."""
-    guards = guards or {}
-    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else (), guards.get(i))
-               for i, kind in enumerate(leaf_kinds)]
+    stride along dim -2; or 0) walks the last two dims in tiles; ``guards`` gives each
+    concatenation guard's coalesced dim (group.guards; their bounds: the kernel's ``bounds``
+    argument)."""
+    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else (), leaf.guard)
+               for leaf, kind in zip(group.leaves, leaf_kinds)]
     inputs = [(leaf.dtype, kind[0]) for leaf, kind in zip(group.leaves, leaf_kinds)]
     shape = elementwise.Tile(*tile[0], tuple(tile[1]), tuple(tile[2])) if tile else None
     kernel = elementwise.elementwise_kernel(group.outputs, [s.type.dtype for s in group.sinks], inputs, layouts, rank,
-                                            stream, shape)
+                                            stream, shape, tuple(guards))
     return loops.kernel_source(kernel, math)
 
 

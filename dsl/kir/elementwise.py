@@ -44,13 +44,13 @@ LINE_BYTES = 64
 class Layout:
     """One input's layout at a coalesced rank: ``inner`` (BROADCAST / UNIT / STRIDED: its stride
     along the innermost dim is 0, 1 or other), ``blocks`` (per dim, the block divisor of a
-    blocked parameter; 1 for plain dims) and ``guard`` (a concatenated input, read only where
-    the index along that dim is in its range)."""
+    blocked parameter; 1 for plain dims) and ``guard`` (read inside a concatenation's part k:
+    loaded only where guard k holds)."""
 
     packed: bool
     inner: int
     blocks: tuple = ()
-    guard: int | None = None  # a concatenated input: the dim its range [g{i}_lo, g{i}_hi) guards
+    guard: int | None = None  # inside a concatenation's part k: loaded only where guard k holds
 
     def block(self, k: int) -> int:
         return self.blocks[k] if self.blocks else 1
@@ -84,8 +84,9 @@ def _c(value: int) -> kir.Const:
 
 
 class _Schedule:
-    def __init__(self, outputs, out_dtypes, inputs, layouts, rank, stream, tile):
+    def __init__(self, outputs, out_dtypes, inputs, layouts, rank, stream, tile, guards=()):
         self.rank, self.last, self.layouts, self.stream, self.tile = rank, rank - 1, layouts, tuple(stream), tile
+        self.guards = tuple(guards)  # per concatenation guard, its coalesced dim
         self.prev = "m1" if rank == 1 else str(rank - 2)
         self.buffers = [L.Buffer(f"b{i}", elem, "in", packed) for i, (elem, packed) in enumerate(inputs)]
         self.outs = [L.Buffer(f"out{j}", dt, "out") for j, dt in enumerate(out_dtypes)]
@@ -130,23 +131,31 @@ class _Schedule:
         """The outputs with input i read by ``loads[i]`` (a Load expression); values the
         outputs share stay shared."""
         values = kir.replace_all(self.outputs, lambda leaf: loads[leaf.index])
-        if any(layout.guard is not None for layout in self.layouts):
-            values = kir.replace_all(values, self.guarded, kinds=(kir.Pick,))
+        if self.guards:
+            values = kir.replace_all(values, self.picked, kinds=(kir.Pick,))
         return values
 
-    def guarded(self, pick: kir.Pick) -> kir.Expr:
-        """A concatenation as guarded loads: item j's load where its guard holds, else the next
-        item's (the last one's default, 0, is never taken: the ranges cover the dim)."""
-        value = kir.const(0, pick.dtype)
-        for load in reversed(pick.items):
-            i = next(k for k, b in enumerate(self.buffers) if b is load.buffer)
-            at = U(f"i{self.layouts[i].guard}")
-            valid = kir.binary("and", kir.compare("ge", at, U(f"g{i}_lo")), kir.compare("lt", at, U(f"g{i}_hi")))
-            value = L.load(load.buffer, load.index, valid, value, load.part)
+    def guard(self, k: int) -> kir.Expr:
+        """Guard k: g{k}_lo <= i{d} < g{k}_hi along its coalesced dim d."""
+        at = U(f"i{self.guards[k]}")
+        return kir.binary("and", kir.compare("ge", at, U(f"g{k}_lo")), kir.compare("lt", at, U(f"g{k}_hi")))
+
+    def picked(self, pick: kir.Pick) -> kir.Expr:
+        """A concatenation: item j where its guard holds, else the next (the last item is taken
+        where no earlier guard holds; the guards cover the dim)."""
+        value = pick.items[-1]
+        for item, k in zip(reversed(pick.items[:-1]), reversed(pick.guards[:-1])):
+            value = kir.select(self.guard(k), item, value)
         return value
 
     def loads(self, block_var: str | None = None, overrides: dict | None = None) -> dict:
-        found = {i: L.load(buffer, self.index(i, block_var)) for i, buffer in enumerate(self.buffers)}
+        """Each input's Load at the current index; inside a concatenation's part, guarded."""
+        found = {}
+        for i, buffer in enumerate(self.buffers):
+            k = self.layouts[i].guard
+            index = self.index(i, block_var)
+            found[i] = L.load(buffer, index) if k is None else \
+                L.load(buffer, index, self.guard(k), kir.const(0, L.load(buffer, index).dtype))
         found.update(overrides or {})
         return found
 
@@ -172,7 +181,7 @@ class _Schedule:
         inner dim is one (a blocked packed parameter loads per element inside that loop)."""
         moving = [i for i, lay in enumerate(self.layouts)
                   if lay.packed and lay.inner != BROADCAST and lay.block(self.last) == 1]
-        if any(lay.guard is not None for lay in self.layouts):
+        if self.guards:
             return []  # (guarded loads one element at a time)
         if moving and all(self.layouts[i].inner == UNIT and self.buffers[i].elem.bits == 4 for i in moving):
             return moving
@@ -273,8 +282,7 @@ class _Schedule:
             strides = tuple(f"s{i}_{k}" for k in range(self.rank))
             arguments += [buffer, f"o{i}", L.ParamVector(f"s{i}", strides)]
             params += [f"o{i}", *strides]
-        bounds = tuple(f"g{i}_{end}" for i, lay in enumerate(self.layouts) if lay.guard is not None
-                       for end in ("lo", "hi"))
+        bounds = tuple(f"g{k}_{end}" for k in range(len(self.guards)) for end in ("lo", "hi"))
         if bounds:
             arguments.append(L.ParamVector("bounds", bounds))
             params += bounds
@@ -368,12 +376,13 @@ def share(roots: list, prefix: str) -> tuple[list, list]:
 
 
 def elementwise_kernel(outputs: list, out_dtypes: list, inputs: list, layouts: list, rank: int,
-                       stream: tuple = (), tile: Tile | None = None) -> L.Kernel:
+                       stream: tuple = (), tile: Tile | None = None, guards: tuple = ()) -> L.Kernel:
     """The kernel computing ``outputs`` (expressions whose Leaf i reads ``inputs[i]`` = (element
     type, packed) laid out as ``layouts[i]``) of ``out_dtypes`` over a coalesced ``rank``;
     outputs whose index is in ``stream`` are written with streaming stores (the caller checks
-    alignment: each run of stores starts on a cache line)."""
-    return _Schedule(outputs, out_dtypes, inputs, layouts, rank, stream, tile).kernel()
+    alignment: each run of stores starts on a cache line). ``guards[k]``: the coalesced dim of
+    concatenation guard k (its bounds: the ``bounds`` argument, lo and hi per guard)."""
+    return _Schedule(outputs, out_dtypes, inputs, layouts, rank, stream, tile, guards).kernel()
 
 
 __all__ = ["BROADCAST", "Layout", "STAGE", "STRIDED", "Tile", "UNIT", "block_lanes", "elementwise_kernel"]

@@ -152,13 +152,15 @@ class Call(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Pick(Expr):
-    """Concatenation: ``items[j]`` (group inputs, Leafs) where group input j's guard (its
-    GroupInput.guard: the output index along the concatenated dim in its range) holds. A
-    schedule lowers it into guarded loads (dsl/kir/loops.py Load valid / default): no item is
-    read outside its range. ``name`` is the value it computes."""
+    """Concatenation: ``items[j]`` where guard ``guards[j]`` (an index into the group's guards,
+    dsl/kir/group.py Guard: the output index along the joined dim in part j's range) holds.
+    The group inputs inside item j carry that guard too: a schedule loads them only where it
+    holds (dsl/kir/loops.py Load valid / default), so no part reads outside its data. ``name``
+    is the value it computes."""
 
     items: tuple = ()
     name: str = ""
+    guards: tuple = ()
 
     def children(self) -> tuple:
         return self.items
@@ -186,11 +188,11 @@ def leaf(index: int, elem: DType) -> Leaf:
     return Leaf(types.domain(elem), index, elem)
 
 
-def pick(items, name: str) -> Pick:
-    items = tuple(items)
-    _require(items and all(isinstance(i, Leaf) and i.dtype == items[0].dtype for i in items),
-             "pick: items must be leaves of one type")
-    return Pick(items[0].dtype, items, name)
+def pick(items, name: str, guards) -> Pick:
+    items, guards = tuple(items), tuple(guards)
+    _require(items and len(guards) == len(items) and all(i.dtype == items[0].dtype for i in items),
+             "pick: one guard per item, items of one type")
+    return Pick(items[0].dtype, items, name, guards)
 
 
 def var(name: str, dtype: str) -> Var:

@@ -28,13 +28,14 @@ class GroupInput:
     value: Value
     path: tuple
     dtype: DType
-    guard: "Guard | None" = None
+    guard: int | None = None  # index into Group.guards: read only where that guard holds
 
 
 @dataclass(frozen=True)
 class Guard:
-    """A concatenated group input is read only where the group index along ``dim`` is in
-    [lo, hi) (its part of the concatenation; elsewhere its View points outside its data)."""
+    """One part of a concatenation: the group index along ``dim`` is in [lo, hi). The group
+    inputs read inside that part are loaded only where it holds (elsewhere their Views point
+    outside their data)."""
 
     dim: int
     lo: int
@@ -94,6 +95,7 @@ class Group:
     outputs: list[kir.Expr] = field(default_factory=list)
     epilogue: Epilogue | None = None
     stages: list[Stage] = field(default_factory=list)
+    guards: list[Guard] = field(default_factory=list)
 
 
 def constant(array: np.ndarray, dt: DType) -> kir.Const | None:
@@ -123,7 +125,7 @@ class GroupBuilder:
 
     def build(self, sinks: list[Value]) -> Group:
         group = Group(sinks, sinks[0].type.shape)
-        self._group, self._memo, self._row, self._stages = group, {}, None, {}
+        self._group, self._memo, self._row, self._stages, self._guard = group, {}, None, {}, None
         self._sinks = {v.name for v in sinks}
         group.outputs = [self._expr(v, ()) for v in sinks]
         return group
@@ -197,38 +199,52 @@ class GroupBuilder:
         (partition() checks that every reader is an elementwise op of the group's shape)."""
         assert all(key[0] == "broadcast" for key, _ in path), path
         if value.name not in self._stages:
-            node, call, opdef = self.staged[value.name]
-            assert tuple(node.inputs[0].type.shape) == tuple(self._group.shape)
-            shape = tuple(self._group.shape)  # (the path its input's other readers in the group have)
-            inner = self._expr(node.inputs[0], ((("broadcast", shape), _Broadcast(shape)),))
-            var = kir.var(f"stage{len(self._group.stages)}_", types.domain(value.type.dtype))
-            self._group.stages.append(Stage(opdef.kernel.kind, inner, var, value.type.dtype, tuple(call.plan.axes),
-                                            node))
-            self._stages[value.name] = var
+            guard, self._guard = self._guard, None  # (a stage reduces the whole value: unguarded)
+            try:
+                self._stages[value.name] = self._new_stage(value)
+            finally:
+                self._guard = guard
         return self._stages[value.name]
 
+    def _new_stage(self, value: Value) -> kir.Var:
+        node, call, opdef = self.staged[value.name]
+        assert tuple(node.inputs[0].type.shape) == tuple(self._group.shape)
+        shape = tuple(self._group.shape)  # (the path its input's other readers in the group have)
+        inner = self._expr(node.inputs[0], ((("broadcast", shape), _Broadcast(shape)),))
+        var = kir.var(f"stage{len(self._group.stages)}_", types.domain(value.type.dtype))
+        self._group.stages.append(Stage(opdef.kernel.kind, inner, var, value.type.dtype, tuple(call.plan.axes), node))
+        return var
+
     def _concat(self, node: Node, call, axis: int, path: tuple) -> kir.Expr:
-        """A Concat as a Pick of its inputs, each a group input seen at the output's shape (its
-        View shifted back by its start along the axis) and guarded to its range. Only numpy
-        broadcasting may lie between it and the group, and not along its axis: the guard is then
-        the group's own index along that dim."""
+        """A Concat as a Pick of its inputs, each computed (its producers fused) at the output's
+        shape: the inputs it reads have their Views shifted back by its start along the axis
+        and are loaded only where its guard holds. Only numpy broadcasting may lie between the
+        Concat and the group, and not along its axis: a guard is then the group's own index
+        along that dim. A Concat inside another's part computes on its own (Unfusable)."""
         out = node.outputs[0]
         shape = tuple(out.type.shape)
         dim = axis + len(self._group.shape) - len(shape)
-        if not all(key[0] == "broadcast" for key, _ in path) or self._group.shape[dim] != shape[axis]:
+        if self._guard is not None or not all(key[0] == "broadcast" for key, _ in path) or \
+                self._group.shape[dim] != shape[axis]:
             raise Unfusable(out.name)
         self._group.nodes.append(node)
-        items, start = [], 0
+        items, guards, start = [], [], 0
         for j, inp in enumerate(node.inputs):
             size = inp.type.shape[axis]
+            self._group.guards.append(Guard(dim, start, start + size))
+            guards.append(len(self._group.guards) - 1)
             step = (("concat", id(node), j), _Shift(axis, start, shape))
-            items.append(self._leaf(inp, (step,) + path, Guard(dim, start, start + size)))
+            self._guard = guards[-1]
+            try:
+                items.append(self._expr(inp, (step,) + path))
+            finally:
+                self._guard = None
             start += size
-        return kir.pick(items, out.name)
+        return kir.pick(items, out.name, guards)
 
-    def _leaf(self, value: Value, path: tuple, guard: Guard | None = None) -> kir.Leaf:
+    def _leaf(self, value: Value, path: tuple) -> kir.Leaf:
         index = len(self._group.leaves)
-        self._group.leaves.append(GroupInput(value, path, value.type.dtype, guard))
+        self._group.leaves.append(GroupInput(value, path, value.type.dtype, self._guard))
         return kir.leaf(index, value.type.dtype)
 
 

@@ -78,7 +78,7 @@ def _fusable(node: Node, call, opdef, unfused: set = frozenset()) -> bool:
         return False
     if opdef.view is not None and len(node.outputs) == 1:
         return call.plan is not None
-    if isinstance(opdef.kernel, Concatenation):  # (guarded loads of its inputs, which are materialized)
+    if isinstance(opdef.kernel, Concatenation):  # (its parts computed where guarded)
         return opdef.kernel.fusable(call) and node.outputs[0].name not in unfused
     return isinstance(opdef.kernel, Elementwise) and opdef.kernel.fusable(call) and len(node.outputs) == 1
 
@@ -149,8 +149,6 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfuse
     for node in graph.nodes:
         opdef = registry.get(node.op_type, node.name, node.domain)
         fusable[id(node)] = _fusable(node, calls[id(node)], opdef, unfused)
-        if fusable[id(node)] and isinstance(opdef.kernel, Concatenation):
-            needed.update(v.name for v in node.inputs)  # (read by guarded loads)
         for value in node.outputs:
             producer[value.name] = (node, calls[id(node)], opdef)
     rows = {id(n) for n in graph.nodes

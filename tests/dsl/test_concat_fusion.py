@@ -73,6 +73,21 @@ def test_kv_cache_append_and_rope_halves_are_one_kernel():
     cos, sin = np.cos(x[0]), np.sin(x[0])
     want = x * cos + np.concatenate([-x[..., 8:], x[..., :8]], -1) * sin
     np.testing.assert_allclose(rope(x, cos, sin), want, rtol=1e-6, atol=1e-6)
+    assert rope.executable(x, cos, sin).kernel_count == 1  # (the Neg and the slices fused into the parts)
+
+
+def test_each_part_computes_its_producers_where_guarded():
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    b = RNG.standard_normal((2, 4)).astype(np.float32)
+    f = dsl.jit(lambda a, b: dsl.concat([dsl.exp(a), b * 2.0 + a[:2], dsl.abs(a[1:2])], 0) - 1.0)
+    want = np.concatenate([np.exp(a), b * np.float32(2) + a[:2], np.abs(a[1:2])]) - np.float32(1)
+    np.testing.assert_allclose(f(a, b), want, rtol=1e-6)
+    np.testing.assert_array_equal(f(a, b)[3:], want[3:])  # (no exp there: exact)
+    assert f.executable(a, b).kernel_count == 1 and not steps(f, a, b)[1]
+    # a concatenation inside another's part computes on its own, the outer one still fuses
+    g = dsl.jit(lambda a, b: dsl.concat([dsl.concat([a, a], 1) * 2.0, dsl.concat([b, b], 1)], 0))
+    np.testing.assert_array_equal(g(a, b), np.concatenate([np.concatenate([a, a], 1) * 2, np.concatenate([b, b], 1)]))
+    assert len(steps(g, a, b)[1]) == 2
 
 
 def test_where_the_fused_form_does_not_fit_numpy_runs_it():
