@@ -16,12 +16,13 @@ from .functional import (abs, add, argmax, argmin, bitcast, center_crop_pad, cli
                          nonzero, one_hot, pad, pow, range, reciprocal, reduce_l1, reduce_l2, reduce_log_sum,
                          reduce_log_sum_exp, reduce_max, reduce_mean, reduce_min, reduce_prod, reduce_sum,
                          reduce_sum_square, relu, reverse_sequence, scatter_elements, scatter_nd, sigmoid, size,
-                         slice, softmax, space_to_depth, split, sqrt, sub, tanh, tensor_scatter, tile, topk, trilu,
+                         slice, softmax, space_to_depth, split, sqrt, stack, sub, tanh, tensor_scatter, tile, topk, trilu,
                          where)
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
 from .lru import set_cache_limits
+from .runtime import set_threads
 from .errors import (DslError, DTypeError, InputError, ResourceError, ShapeError, UnsupportedAttributeError,
                      UnsupportedError)
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value
@@ -46,14 +47,14 @@ def __getattr__(name):
 __all__ = [
     "DType", "dtype", "Tensor", "TensorType", "SequenceType", "OptionalType", "Graph", "Node", "Value",
     "Program", "from_onnx", "LATEST_OPSET",
-    "jit", "JitFunction", "contiguous", "set_cache_limits", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
+    "jit", "JitFunction", "contiguous", "set_cache_limits", "set_threads", "compare", "CompareReport", "cast", "dequantize_linear", "quantize_linear",
     "unsqueeze", "squeeze", "reshape", "flatten", "transpose", "expand", "shape", "identity",
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid",
     "relu", "erf", "equal", "less", "greater", "less_equal", "greater_equal", "logical_not", "logical_and",
     "logical_or", "where", "maximum", "minimum", "clip", "reduce_sum", "reduce_max", "reduce_min", "reduce_mean", "reduce_prod",
     "reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum", "reduce_log_sum_exp", "argmax", "argmin", "softmax",
     "log_softmax", "matmul", "slice", "concat", "gather", "size", "constant_of_shape", "range",
-    "split", "tile", "pad", "depth_to_space", "space_to_depth", "reverse_sequence", "center_crop_pad",
+    "stack", "split", "tile", "pad", "depth_to_space", "space_to_depth", "reverse_sequence", "center_crop_pad",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot", "compress", "nonzero",
     "tensor_scatter", "cumsum", "cumprod", "topk", "trilu", "eye_like", "hardmax", "bitcast",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",

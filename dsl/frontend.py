@@ -209,6 +209,25 @@ def reduction(op: str):
     return method
 
 
+def arg_reduction(op: str):
+    function = functional.argmax if op == "argmax" else functional.argmin
+
+    def method(x, axis=None, out=None, *, keepdims=False):
+        """numpy's ``x.argmax()`` / ``x.argmin()``: int64 indices of the first extreme along
+        ``axis``; None: of the flattened tensor (a 0-d result, or all ones with keepdims)."""
+        if out is not None:
+            raise UnsupportedError(f".{op}() of {_label(x)}: out= is not supported")
+        if axis is None:
+            flat = reshape(x, -1)
+            found = function(flat, 0, keepdims=False)
+            return reshape(found, *([1] * len(x.shape))) if keepdims else found
+        if not _is_int(axis):
+            raise InputError(f".{op}() of {_label(x)}: axis {axis!r}; expected an int or None")
+        return function(x, int(axis), keepdims=bool(keepdims))
+    method.__name__ = op
+    return method
+
+
 UFUNCS = {  # numpy ufunc name -> the dsl function of its ONNX op (numpy's argument order)
     "add": functional.add, "subtract": functional.sub, "multiply": functional.mul, "true_divide": functional.div,
     "divide": functional.div, "power": functional.pow, "negative": functional.neg, "absolute": functional.abs,
@@ -243,6 +262,8 @@ class Frontend:
     mean = staticmethod(reduction("mean"))
     max = staticmethod(reduction("max"))
     min = staticmethod(reduction("min"))
+    argmax = staticmethod(arg_reduction("argmax"))
+    argmin = staticmethod(arg_reduction("argmin"))
     array_ufunc = staticmethod(array_ufunc)
 
 

@@ -346,12 +346,17 @@ def clip(x, min=None, max=None, *, opset: int | None = None):  # noqa: A002  (th
 
 
 # ---- reductions, softmax, matmul ------------------------------------------------------------------
-def _reduce(op: str, data, axes, keepdims, noop_with_empty_axes, opset):
+def _reduce(op: str, data, axes, keepdims, noop_with_empty_axes, opset, axis=None):
+    """``axis`` (numpy's spelling: an int or a sequence of ints) may stand for ``axes``."""
+    if axis is not None:
+        if axes is not None:
+            raise InputError(f"{op}: axes={axes!r} and axis={axis!r} both given; pass one of them")
+        axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
     noop = None if noop_with_empty_axes is False or noop_with_empty_axes == 0 else _flag(noop_with_empty_axes)
     return call(op, data, opset, axes=axes, keepdims=_flag(keepdims), noop_with_empty_axes=noop)
 
 
-def reduce_sum(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_sum(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceSum over ``axes`` (None or empty: every axis, or none with noop_with_empty_axes).
 
     Float sums accumulate in float64; integer sums wrap. An empty set sums to 0.
@@ -360,60 +365,60 @@ def reduce_sum(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, op
         >>> reduce_sum(np.ones((2, 3), np.float32), [1], keepdims=False).tolist()
         [3.0, 3.0]
     """
-    return _reduce("ReduceSum", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceSum", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_max(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_max(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceMax over ``axes``; NaN propagates; an empty set gives -inf (or the type's minimum).
 
     Example:
         >>> reduce_max(np.array([[1, 5], [7, 2]], np.int32), [0]).tolist()
         [[7, 5]]
     """
-    return _reduce("ReduceMax", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceMax", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_min(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_min(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceMin over ``axes``; NaN propagates, -0 < +0, False < True (opset 20 bool).
 
     Example:
         >>> reduce_min(np.array([[3, 1], [2, 5]], np.int32), [1], keepdims=False).tolist()
         [1, 2]
     """
-    return _reduce("ReduceMin", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceMin", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_mean(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_mean(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceMean over ``axes`` (integer means truncate toward zero).
 
     Example:
         >>> reduce_mean(np.array([[1.0, 2.0]], np.float32), [-1], keepdims=False).tolist()
         [1.5]
     """
-    return _reduce("ReduceMean", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceMean", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_prod(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_prod(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceProd over ``axes`` (floats multiply in float64, integers wrap; 1 over none).
 
     Example:
         >>> reduce_prod(np.array([[2, 3], [4, 5]], np.int32), [1], keepdims=False).tolist()
         [6, 20]
     """
-    return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceProd", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_l1(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_l1(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceL1: the sum of absolute values over ``axes`` (the spec's body: ReduceSum(Abs(x))).
 
     Example:
         >>> reduce_l1(np.array([[3.0, -4.0]], np.float32), [1], keepdims=False).tolist()
         [7.0]
     """
-    return _reduce("ReduceL1", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceL1", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_l2(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_l2(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceL2: sqrt of the sum of squares over ``axes`` (the sum's square root in float,
     as the spec's body casts; integers truncate back).
 
@@ -421,30 +426,30 @@ def reduce_l2(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, ops
         >>> reduce_l2(np.array([[3.0, -4.0]], np.float32), [1], keepdims=False).tolist()
         [5.0]
     """
-    return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceL2", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_sum_square(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_sum_square(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceSumSquare: the sum of x * x over ``axes`` (squares in x's type, then ReduceSum).
 
     Example:
         >>> reduce_sum_square(np.array([[3.0, -4.0]], np.float32), [1], keepdims=False).tolist()
         [25.0]
     """
-    return _reduce("ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceSumSquare", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_log_sum(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_log_sum(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceLogSum: log of the sum over ``axes``.
 
     Example:
         >>> float(reduce_log_sum(np.full((1, 4), 0.25, np.float32), [1], keepdims=False)[0])
         0.0
     """
-    return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceLogSum", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
-def reduce_log_sum_exp(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, opset: int | None = None):
+def reduce_log_sum_exp(data, axes=None, *, keepdims=True, noop_with_empty_axes=False, axis=None, opset: int | None = None):
     """ONNX ReduceLogSumExp: log(sum(exp(x))) over ``axes``, computed in double as the spec's body
     casts (exp overflows past 709, not 88), rounded to x's type.
 
@@ -452,7 +457,7 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims=True, noop_with_empty_axes=F
         >>> round(float(reduce_log_sum_exp(np.zeros((1, 4), np.float32), [1], keepdims=False)[0]), 6)
         1.386294
     """
-    return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes, opset)
+    return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes, opset, axis)
 
 
 def argmax(data, axis: int = 0, *, keepdims=True, select_last_index=False, opset: int | None = None):
@@ -765,6 +770,23 @@ def concat(inputs, axis, *, opset: int | None = None):
         raise InputError(f"Concat: inputs must be a list of 1 to {MOVEMENT_MAX_INPUTS} tensors, got "
                          f"{type(inputs).__name__ if items is None else len(items)}")
     return call("Concat", items[0], opset, axis=axis, **{f"inputs_{k}": v for k, v in enumerate(items[1:], start=1)})
+
+
+def stack(inputs, axis: int = 0, *, opset: int | None = None):
+    """numpy's stack: the tensors (one shape) joined along a new ``axis`` (in [-r-1, r]): each
+    unsqueezed there (a view), then one Concat (fused in the JIT).
+
+    Example:
+        >>> stack([np.zeros(2), np.ones(2)], 1).tolist()
+        [[0.0, 1.0], [0.0, 1.0]]
+    """
+    from .eager import unsqueeze
+    items = list(inputs) if isinstance(inputs, (list, tuple)) else None
+    if not items:
+        raise InputError(f"stack: inputs must be a non-empty list of tensors, got {type(inputs).__name__}")
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise InputError(f"stack: axis {axis!r}; expected an int")
+    return concat([unsqueeze(x, [int(axis)], opset=opset) for x in items], int(axis), opset=opset)
 
 
 def gather(data, indices, axis=0, *, opset: int | None = None):

@@ -1,5 +1,6 @@
 """The numpy-style methods traced values (trace.Tracer) and dsl.Tensor share: ``x[...]``, ``x.T``,
-``x.mT``, ``x.astype``, ``x.reshape``, ``x.sum`` / ``mean`` / ``max`` / ``min``. Each forwards to
+``x.mT``, ``x.astype``, ``x.reshape``, ``x.sum`` / ``mean`` / ``max`` / ``min`` / ``argmax`` /
+``argmin``. Each forwards to
 ``_frontend``, which dsl/frontend.py installs when dsl is imported (it builds them from the op
 functions, which sit above the modules defining Tracer and Tensor)."""
 from __future__ import annotations
@@ -38,3 +39,9 @@ class NumpyMethods:
 
     def min(self, *args, **kwargs):
         return self._frontend.min(self, *args, **kwargs)
+
+    def argmax(self, *args, **kwargs):
+        return self._frontend.argmax(self, *args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return self._frontend.argmin(self, *args, **kwargs)

@@ -17,6 +17,7 @@ from kernels import copy as copy_kernels
 from kernels import packed as packed_kernels
 
 from .buffers import ALIGN, POOL
+from .errors import InputError
 from .codegen.compile import compile_kernel
 from .kir import types as kir_types
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
@@ -49,8 +50,30 @@ def _stream_threshold() -> float:
 
 
 STREAM_BYTES = _stream_threshold()
-_THREADS = max(1, os.cpu_count() or 1)
+
+
+def _thread_setting() -> int:
+    """Threads a large kernel splits over: ``$DSL_THREADS`` (a positive int), else the cores."""
+    setting = os.environ.get("DSL_THREADS", "").strip()
+    if setting:
+        if not setting.isdigit() or int(setting) < 1:
+            raise InputError(f"DSL_THREADS={setting!r}; expected a positive integer")
+        return int(setting)
+    return max(1, os.cpu_count() or 1)
+
+
+_THREADS = _thread_setting()
 _POOL: list[ThreadPoolExecutor] = []
+
+
+def set_threads(count: int) -> None:
+    """Split large kernels over ``count`` threads from now on (replaces DSL_THREADS / the core count)."""
+    global _THREADS
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise InputError(f"set_threads: count {count!r}; expected a positive int")
+    _THREADS = int(count)
+    if _POOL:  # (the next kernel starts a pool of the new size; running work finishes on the old one)
+        _POOL.pop().shutdown(wait=False)
 
 
 _LOCAL = threading.local()

@@ -12,7 +12,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-@pytest.mark.parametrize("name", ["quickstart", "tiny_llm_attention", "int4_weights", "float8_kv_cache"])
+@pytest.mark.parametrize("name", ["quickstart", "tiny_llm_attention", "int4_weights", "float8_kv_cache", "rope_kv_cache"])
 def test_example_runs_and_its_checks_pass(name):
     done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True,
                           timeout=300, cwd=EXAMPLES.parent)

@@ -87,6 +87,7 @@ class _Schedule:
     def __init__(self, outputs, out_dtypes, inputs, layouts, rank, stream, tile, guards=()):
         self.rank, self.last, self.layouts, self.stream, self.tile = rank, rank - 1, layouts, tuple(stream), tile
         self.guards = tuple(guards)  # per concatenation guard, its coalesced dim
+        self.part = None  # (parts(): the concatenation part being built; its items need no guard)
         self.prev = "m1" if rank == 1 else str(rank - 2)
         self.buffers = [L.Buffer(f"b{i}", elem, "in", packed) for i, (elem, packed) in enumerate(inputs)]
         self.outs = [L.Buffer(f"out{j}", dt, "out") for j, dt in enumerate(out_dtypes)]
@@ -143,6 +144,8 @@ class _Schedule:
     def picked(self, pick: kir.Pick) -> kir.Expr:
         """A concatenation: item j where its guard holds, else the next (the last item is taken
         where no earlier guard holds; the guards cover the dim)."""
+        if self.part is not None:
+            return pick.items[pick.guards.index(self.part)]
         value = pick.items[-1]
         for item, k in zip(reversed(pick.items[:-1]), reversed(pick.guards[:-1])):
             value = kir.select(self.guard(k), item, value)
@@ -154,8 +157,12 @@ class _Schedule:
         for i, buffer in enumerate(self.buffers):
             k = self.layouts[i].guard
             index = self.index(i, block_var)
-            found[i] = L.load(buffer, index) if k is None else \
-                L.load(buffer, index, self.guard(k), kir.const(0, L.load(buffer, index).dtype))
+            if k is None or k == self.part:
+                found[i] = L.load(buffer, index)
+            elif self.part is None:
+                found[i] = L.load(buffer, index, self.guard(k), kir.const(0, L.load(buffer, index).dtype))
+            else:  # (another part's input: not read in this part's loop)
+                found[i] = kir.const(0, L.load(buffer, index).dtype)
         found.update(overrides or {})
         return found
 
@@ -260,10 +267,32 @@ class _Schedule:
     def bounds(self, k: int):
         return (U("start"), U("stop")) if k == 0 else (_c(0), U(f"n{k}"))
 
-    def nest(self, dims: int, body: list) -> list:
-        for k in reversed(range(dims)):
+    def nest(self, dims: int, body: list, first: int = 0) -> list:
+        """Loops over dims first..dims-1 around ``body``."""
+        for k in reversed(range(first, dims)):
             body = [L.For(f"i{k}", *self.bounds(k), [*self.level(k), *body])]
         return body
+
+    def split_dim(self) -> int | None:
+        """The outer dim one concatenation's guards all lie on (its loop then runs once per part
+        over that part's range, each part's items unguarded: stores into slices of the output),
+        or None (guarded loads)."""
+        picks = [n for n in kir.postorder(self.outputs) if isinstance(n, kir.Pick)]
+        if len(picks) != 1 or not self.guards or len(set(self.guards)) != 1 or self.guards[0] >= self.last:
+            return None
+        return self.guards[0] if set(picks[0].guards) == set(range(len(self.guards))) else None
+
+    def parts(self, d: int) -> list:
+        """Dim d's loop once per part k over its range within the thread's [lo, hi) of d."""
+        loops = []
+        lo, hi = self.bounds(d)
+        for k in range(len(self.guards)):
+            self.part = k
+            inner = self.nest(self.last, self.inner(*self.bounds(self.last)), d + 1)
+            start, stop = kir.binary("max", lo, U(f"g{k}_lo")), kir.binary("min", hi, U(f"g{k}_hi"))
+            loops.append(L.For(f"i{d}", start, stop, [*self.level(d), *inner]))
+        self.part = None
+        return self.nest(d, loops)
 
     def kernel(self) -> L.Kernel:
         count = len(self.buffers)
@@ -271,8 +300,11 @@ class _Schedule:
         for buffer in self.staged.values():
             self.temps.append(buffer)
             setup.append(L.Alloc(buffer, _c(STAGE)))
+        split = self.split_dim()
         if self.tile is not None:
             body = self.tiled()
+        elif split is not None:
+            body = self.parts(split)
         else:
             body = self.nest(self.last, self.inner(*self.bounds(self.last)))
         body = hoist([*setup, *body])

@@ -184,6 +184,13 @@ register(OpDef(
         "mul, max, min); the inverse of GatherElements."))
 
 
+# Scatter (9; 11 deprecates it in favour of ScatterElements): ScatterElements-11 without reduction.
+register(OpDef(
+    "Scatter", _elements_schemas((9, 11), (Input("data"), Input("indices", _TIND), Input("updates"))),
+    _scatter_elements_rule, reference=_scatter_elements_reference, chunk=None,
+    doc="The deprecated name of ScatterElements (versions 9, 11; no reduction)."))
+
+
 # ---- GatherND / ScatterND ------------------------------------------------------------------------
 # indices (int64, rank q >= 1) is a (q-1)-D tensor of k-tuples, k = indices.shape[-1], each a
 # partial index into data (rank r >= 1). GatherND (batch_dims b from 12, 0 <= b < min(q, r), the

@@ -131,3 +131,15 @@ def test_large_concat_threads_and_streams_like_any_elementwise_kernel():
     np.testing.assert_array_equal(f(a, b), np.concatenate([a, b]) * np.float32(2))
     g = dsl.jit(lambda a, b: dsl.concat([a, b], 1) + a[:, :1])
     np.testing.assert_array_equal(g(a, b), np.concatenate([a, b], 1) + a[:, :1])
+
+
+def test_outer_axis_parts_run_as_loops_over_their_ranges_inner_axis_parts_as_guarded_loads():
+    a, b = RNG.standard_normal((3, 4)).astype(np.float32), RNG.standard_normal((2, 4)).astype(np.float32)
+    rows = dsl.jit(lambda a, b: dsl.concat([a, b], 0) * 2.0)
+    source = rows.executable(a, b).runners[0].source_for_contiguous().split("def kernel")[1]
+    assert " if " not in source and "g1_lo" in source  # one loop per part, no per-element choice
+    cols = dsl.jit(lambda a, b: dsl.concat([a, dsl.transpose(b, [1, 0])], 1) * 2.0)
+    bt = RNG.standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_array_equal(cols(a, bt), np.concatenate([a, bt.T], 1) * np.float32(2))
+    source = cols.executable(a, bt).runners[0].source_for_contiguous().split("def kernel")[1]
+    assert " if " in source  # (the joined axis is the inner one: guarded loads)

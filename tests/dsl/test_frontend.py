@@ -97,3 +97,28 @@ def test_random_basic_indexing_matches_numpy(data):
     np.testing.assert_array_equal(got, want)
     assert got.shape == want.shape
     np.testing.assert_array_equal(dsl.Tensor.from_numpy(x)[key].numpy(), want)
+
+
+def test_argmax_and_argmin_methods_follow_numpy():
+    x = np.array([[3.0, 9.0, 9.0, -1.0], [7.0, np.nan, 2.0, 7.0]], np.float32)
+    f = dsl.jit(lambda a: (a.argmax(-1), a.argmin(axis=0, keepdims=True), (a * 2.0).argmax(), np.argmin(a, axis=1)))
+    for got, want in zip(f(x), (x.argmax(-1), x.argmin(0, keepdims=True), x.argmax(), np.argmin(x, axis=1))):
+        assert got.dtype == np.int64 and np.array_equal(got, want), (got, want)
+    t = dsl.Tensor.from_numpy(x)
+    assert t.argmax(1).numpy().tolist() == x.argmax(1).tolist()
+    assert t.argmax(keepdims=True).numpy().shape == x.argmax(keepdims=True).shape == (1, 1)
+    with pytest.raises(dsl.InputError, match=r"\.argmax\(\) of .*axis \[0\]"):
+        dsl.jit(lambda a: a.argmax([0]))(x)
+
+
+def test_stack_and_numpy_axis_spellings():
+    a, b = X, X * 2
+    got = dsl.jit(lambda a, b: dsl.stack([a, b], -1) + 1.0)(a, b)
+    np.testing.assert_array_equal(got, np.stack([a, b], -1) + 1)
+    np.testing.assert_array_equal(dsl.stack([a, b, a]), np.stack([a, b, a]))
+    np.testing.assert_array_equal(dsl.reduce_sum(a, axis=1, keepdims=False), a.sum(axis=1))
+    np.testing.assert_array_equal(dsl.reduce_max(a, axis=(0, -1)), a.max(axis=(0, -1), keepdims=True))
+    with pytest.raises(dsl.InputError, match="ReduceMean: axes=\\[0\\] and axis=1 both given"):
+        dsl.reduce_mean(a, [0], axis=1)
+    with pytest.raises(dsl.DslError, match="stack: inputs must be a non-empty list"):
+        dsl.stack([])

@@ -173,3 +173,25 @@ def test_single_threaded_keeps_large_kernels_on_the_calling_thread(monkeypatch):
     if runtime._THREADS > 1:
         f(x)
         assert calls
+
+
+def test_set_threads_and_dsl_threads_choose_the_split(monkeypatch):
+    before = runtime._THREADS
+    try:
+        dsl.set_threads(1)
+        x = RNG.standard_normal((1024, 512)).astype(np.float32)
+        f = dsl.jit(lambda v: v * 2.0)
+        np.testing.assert_array_equal(f(x), x * 2)
+        assert runtime._THREADS == 1
+        dsl.set_threads(2)
+        np.testing.assert_array_equal(f(x), x * 2)
+        for bad in (0, -1, 1.5, True, "2"):
+            with pytest.raises(dsl.InputError, match="set_threads: count"):
+                dsl.set_threads(bad)
+    finally:
+        dsl.set_threads(before)
+    monkeypatch.setenv("DSL_THREADS", "3")
+    assert runtime._thread_setting() == 3
+    monkeypatch.setenv("DSL_THREADS", "zero")
+    with pytest.raises(dsl.InputError, match="DSL_THREADS='zero'"):
+        runtime._thread_setting()

@@ -561,3 +561,27 @@ def test_tensor_scatter_jit_and_errors():
         tensor_scatter(cache, update, mode="ring")
     with pytest.raises(dsl.UnsupportedError, match=r"^TensorScatter: not defined at opset 23"):
         tensor_scatter(cache, update, opset=23)
+
+
+def test_deprecated_scatter_is_scatter_elements_without_reduction():
+    from dsl_test_helpers import allowed_types, schemas_with_onnx
+    for schema, spec in schemas_with_onnx("Scatter"):
+        assert {t.onnx_name for t in schema.types} == {t.onnx_name for t in allowed_types("Scatter", schema.version)}
+        assert {a.name for a in schema.attrs} == set(spec.attributes) == {"axis"}
+    data = np.zeros((3, 3), np.float32)
+    indices = np.array([[1, 0, 2], [0, 2, 1]], np.int64)
+    updates = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    opdef = registry.get("Scatter")
+    _, call, _ = registry.bind("Scatter", 11, [dsl.TensorType(dsl.float32, (3, 3)), dsl.TensorType(dsl.int64, (2, 3)),
+                                               dsl.TensorType(dsl.float32, (2, 3))], [data, indices, updates], {"axis": 0})
+    got = opdef.reference(call, [data, indices, updates])[0]
+    want = data.copy()
+    np.put_along_axis(want, indices, updates, axis=0)
+    np.testing.assert_array_equal(got, want)
+    assert not data.any()
+    with pytest.raises(dsl.InputError, match="Scatter"):
+        bad = np.array([[3, 0, 0]], np.int64)
+        _, call, _ = registry.bind("Scatter", 11, [dsl.TensorType(dsl.float32, (3, 3)), dsl.TensorType(dsl.int64, (1, 3)),
+                                                   dsl.TensorType(dsl.float32, (1, 3))], [data, bad, updates[:1]],
+                                   {"axis": 0})
+        opdef.reference(call, [data, bad, updates[:1]])
