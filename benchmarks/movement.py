@@ -6,7 +6,10 @@ the output written once) beside a 2-thread streaming copy of the output's bytes.
 Rows (float32, larger than the 32 MiB L3):
 - KV-cache append: concat([cache [1, 32, 2047, 128], new [1, 32, 1, 128]], axis 2) (the cache copy);
 - RoPE: x * cos + concat([-x[..., 64:], x[..., :64]], -1) * sin over [8, 32, 256, 128];
-- two-input concat along the last axis followed by a scale, [4096, 2048] each.
+- two-input concat along the last axis followed by a scale, [4096, 2048] each;
+- embedding lookup times a scale: gather [4, 64] and [16, 512] int64 ids from a [32000, 1024]
+  table (the issue's small case, 1 MiB out, and one larger than the L3, 32 MiB out); its bytes
+  moved are the ids, the rows read and the output, not the whole table.
 
 Run: python benchmarks/movement.py [--repeat 9]
 """
@@ -41,6 +44,13 @@ def programs():
     cos, sin = np.cos(x[0, 0]), np.sin(x[0, 0])
     a = rng.standard_normal((4096, 2048), dtype=np.float32)
     b = rng.standard_normal((4096, 2048), dtype=np.float32)
+    table = rng.standard_normal((32000, 1024), dtype=np.float32)
+    scale = np.float32(0.03125)
+    lookups = {
+        f"embedding gather * scale, {list(ids.shape)} of [32000, 1024]": (
+            lambda w, i, s: dsl.gather(w, i) * s, lambda w, i, s: np.take(w, i, axis=0) * s,
+            ("gather_scale",), lambda jnp: (lambda w, i, s: jnp.take(w, i, axis=0) * s), (table, ids, scale))
+        for ids in (rng.integers(0, 32000, (4, 64)), rng.integers(0, 32000, (16, 512)))}
     return {
         "KV-cache append, [1, 32, 2047 + 1, 128]": (
             lambda c, n: dsl.concat([c, n], 2), lambda c, n: np.concatenate([c, n], 2),
@@ -53,6 +63,7 @@ def programs():
         "concat last axis * 2, 2 x [4096, 2048]": (
             lambda a, b: dsl.concat([a, b], -1) * 2.0, lambda a, b: np.concatenate([a, b], -1) * np.float32(2),
             ("concat_scale", -1), lambda jnp: (lambda a, b: jnp.concatenate([a, b], -1) * 2.0), (a, b)),
+        **lookups,
     }
 
 
@@ -62,6 +73,8 @@ def ort_runner(spec, args):
     inits = []
     if spec[0] == "concat":
         nodes = [helper.make_node("Concat", names, ["y"], axis=spec[1])]
+    elif spec[0] == "gather_scale":
+        nodes = [helper.make_node("Gather", names[:2], ["g"], axis=0), helper.make_node("Mul", ["g", "x2"], ["y"])]
     elif spec[0] == "concat_scale":
         inits.append(helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]))
         nodes = [helper.make_node("Concat", names, ["c"], axis=spec[1]), helper.make_node("Mul", ["c", "two"], ["y"])]
@@ -74,12 +87,13 @@ def ort_runner(spec, args):
                  helper.make_node("Neg", ["hi"], ["nhi"]), helper.make_node("Concat", ["nhi", "lo"], ["rot"], axis=-1),
                  helper.make_node("Mul", ["x0", "x1"], ["xc"]), helper.make_node("Mul", ["rot", "x2"], ["rs"]),
                  helper.make_node("Add", ["xc", "rs"], ["y"])]
-    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in zip(names, args)]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64 if a.dtype == np.int64 else TensorProto.FLOAT, a.shape)
+              for n, a in zip(names, [np.asarray(a) for a in args])]
     graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     session = ort_session(model)
-    feeds = dict(zip(names, args))
+    feeds = dict(zip(names, [np.asarray(a) for a in args]))
     return lambda: session.run(None, feeds)[0]
 
 
@@ -109,7 +123,9 @@ def main():
             device = [jnp.asarray(a) for a in inputs]
             candidates["jax.jit"] = lambda: compiled(*device).block_until_ready()
         t = interleaved_medians(candidates, repeat=args.repeat)
-        moved = sum(a.nbytes for a in inputs) + out.nbytes
+        moved = sum(np.asarray(a).nbytes for a in inputs) + out.nbytes
+        if ort_spec[0] == "gather_scale":  # (the rows read, not the table)
+            moved = inputs[1].nbytes + 2 * out.nbytes
         ms = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"
         ratio = lambda k: f"{t[k] / t['dsl']:.2f}x" if k in t else "-"
         rows.append((name, ours.executable(*inputs).kernel_count, ms("dsl"), ms("numpy"), ms("onnxruntime"),

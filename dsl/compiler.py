@@ -73,8 +73,7 @@ class Executable:
             sinks = [node.outputs[0] for node, _, _ in step.row] if step.row else group.sinks
             if group.epilogue is not None:
                 sinks = group.epilogue.sinks
-            leaves = ", ".join(f"%{leaf.value.name}" + (f" via {len(leaf.path)} view steps" if leaf.path else "")
-                               for leaf in group.leaves)
+            leaves = ", ".join(_leaf_text(leaf) for leaf in group.leaves)
             lines.append(f"step {index}: kernel [{', '.join(ops)}] -> "
                          f"{', '.join(f'%{v.name}: {v.type}' for v in sinks)}; reads {leaves}")
             if source:
@@ -116,3 +115,10 @@ def _read_only(value):
         value = value.view()
         value.flags.writeable = False
     return value
+
+
+def _leaf_text(leaf) -> str:
+    """How explain() names a kernel input: its value, its view steps, gathered or not."""
+    views = len(leaf.path) - bool(leaf.gathers)
+    return f"%{leaf.value.name}" + (" at loaded indices" if leaf.gathers else "") + \
+        (f" via {views} view steps" if views else "")

@@ -249,6 +249,8 @@ class KernelRunner:
         # the parts of fused concatenations: their ranges along the group dims they guard
         self.guards = list(self.group.guards)
         self.bounds = np.array([b for g in self.guards for b in (g.lo, g.hi)], np.int64)
+        self.checks = list(self.group.checks)  # fused gathers: their index values, checked each run
+        self.gathered = [i for i, leaf in enumerate(self.group.leaves) if leaf.gathers]
 
     def _coalesced(self, views: list) -> tuple:
         """(coalesced shape, per-leaf strides, per-leaf blocks, per guard its coalesced dim)."""
@@ -283,7 +285,7 @@ class KernelRunner:
         (benchmarks/transposed.py). Tile rows: a power of two times 64 up to 1024 that the rows
         fill. Not for packed or blocked leaves."""
         rows, cols = TILE
-        if self.row is not None or self.guards or len(shape) < 2 or shape[-2] < 64 or shape[-1] < cols or \
+        if self.row is not None or self.guards or self.gathered or len(shape) < 2 or shape[-2] < 64 or shape[-1] < cols or \
                 any(kind[0] or len(kind) > 2 for kind in kinds):
             return 0
         staged = tuple(i for i, st in enumerate(strides) if st[-1] != 0 and 0 < abs(st[-2]) < abs(st[-1]))
@@ -314,10 +316,14 @@ class KernelRunner:
         return self._source(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds), guards)
 
     def _plan(self, objs, stream: bool = True):
-        storages, views, kinds = [], [], []
+        storages, views, kinds, gathers = [], [], [], []
         cacheable = True
         for leaf, obj in zip(self.group.leaves, objs):
             buffer, view, packed = _storage(obj, leaf.dtype)
+            if leaf.gathers:  # a gather's data: its strides along the gathered axes, as it is read
+                if type(view) is not View:
+                    buffer, view, packed = _materialize(buffer, view, packed, leaf.dtype)
+                gathers += [v for _, axis in leaf.gathers for v in (view.strides[axis], view.shape[axis])]
             buffer, view, packed, stayed = _walk(buffer, view, packed, leaf.dtype, leaf.path)
             cacheable &= stayed
             storages.append((buffer, packed))
@@ -329,7 +335,9 @@ class KernelRunner:
         params = []
         for view, st in zip(views, strides):
             params.append((np.int64(view.offset), np.array(st, np.int64)))
-        return cacheable, (kernel, streamed), np.array(shape, np.int64), params, storages
+        # after the leaves' arguments: the concatenations' bounds, the gathers' strides and sizes
+        extras = ([self.bounds] if self.guards else []) + ([np.array(gathers, np.int64)] if self.gathered else [])
+        return cacheable, (kernel, streamed), np.array(shape, np.int64), (params, extras), storages
 
     def _buffer(self, obj, index: int):
         """The raw flat buffer of a leaf (fast path: a C-contiguous numpy array)."""
@@ -344,23 +352,25 @@ class KernelRunner:
             for name, dt, out_shape in self.outputs:
                 env[name] = np.empty(out_shape, dt.np_dtype)
             return
+        for check in self.checks:  # (before any kernel reads through the indices)
+            indices = env[check.indices]
+            check.check(check.call, indices.numpy() if isinstance(indices, Tensor) else indices)
         objs = [env[name] for name in self.leaf_names]
         key = tuple((True, o.view.shape, o.view.strides, o.view.offset) if type(o) is Tensor
                     else (o.shape, o.strides) for o in objs)
         plan = self.plans.get(key)
         if plan is None:
-            cacheable, (kernel, streamed), shape, params, storages = self._plan(objs)
+            cacheable, (kernel, streamed), shape, (params, extras), storages = self._plan(objs)
             buffers = [b for b, _ in storages]
             if cacheable:
-                self.plans[key] = ((kernel, streamed), shape, params)
+                self.plans[key] = ((kernel, streamed), shape, (params, extras))
         else:
-            (kernel, streamed), shape, params = plan
+            (kernel, streamed), shape, (params, extras) = plan
             buffers = [self._buffer(o, i) for i, o in enumerate(objs)]
         args = []
         for buffer, (offset, strides) in zip(buffers, params):
             args += (buffer, offset, strides)
-        if self.guards:
-            args.append(self.bounds)
+        args += extras
         outs = [POOL.empty(size, raw) for _, _, _, size, raw in self.out_specs]
         if streamed and any(outs[j].ctypes.data % ALIGN for j in streamed):  # never, by POOL's construction
             kernel = self._plan(objs, stream=False)[1][0]

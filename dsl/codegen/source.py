@@ -103,7 +103,8 @@ def kernel_source(group: Group, rank: int, leaf_kinds: list[tuple], stream: tupl
     stride along dim -2; or 0) walks the last two dims in tiles; ``guards`` gives each
     concatenation guard's coalesced dim (group.guards; their bounds: the kernel's ``bounds``
     argument)."""
-    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else (), leaf.guard)
+    layouts = [elementwise.Layout(kind[0], kind[1], kind[2] if len(kind) > 2 else (), leaf.guard,
+                                  tuple(coordinate for coordinate, _ in leaf.gathers))
                for leaf, kind in zip(group.leaves, leaf_kinds)]
     inputs = [(leaf.dtype, kind[0]) for leaf, kind in zip(group.leaves, leaf_kinds)]
     shape = elementwise.Tile(*tile[0], tuple(tile[1]), tuple(tile[2])) if tile else None

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from ..dtypes import DType
 from . import expr as kir
+from . import types as kir_types
 from . import loops as L
 from .hoist import hoist
 
@@ -51,6 +52,7 @@ class Layout:
     inner: int
     blocks: tuple = ()
     guard: int | None = None  # inside a concatenation's part k: loaded only where guard k holds
+    gathers: tuple = ()  # a gather's data: per loaded coordinate, its index expression (of other inputs)
 
     def block(self, k: int) -> int:
         return self.blocks[k] if self.blocks else 1
@@ -109,18 +111,33 @@ class _Schedule:
     def base(self, i: int) -> kir.Var:
         return U(f"p{i}_{self.prev}")
 
-    def index(self, i: int, block_var: str | None = None) -> kir.Expr:
-        """Input i's element at the innermost index (``block_var``: its block when blocked along it)."""
+    def origin(self, i: int, loads: dict | None = None) -> kir.Expr:
+        """Input i's offset before the innermost dim; a gather's data adds each loaded
+        coordinate (negative: counted from the end; checked before the kernel runs) times its
+        stride, with the index inputs read by ``loads``."""
+        base = self.base(i)
+        for t, coordinate in enumerate(self.layouts[i].gathers):
+            loaded = kir.replace_all([coordinate], lambda leaf: loads[leaf.index])[0]
+            at = kir.convert(loaded, L.INDEX)
+            if kir_types.is_signed(loaded.dtype):
+                at = kir.select(kir.compare("lt", loaded, kir.const(0, loaded.dtype)), L.add(at, U(f"gn{i}_{t}")), at)
+            base = L.add(base, L.mul(at, U(f"gs{i}_{t}")))
+        return base
+
+    def index(self, i: int, block_var: str | None = None, loads: dict | None = None) -> kir.Expr:
+        """Input i's element at the innermost index (``block_var``: its block when blocked along
+        it; ``loads``: the other inputs' loads, for a gather's coordinates)."""
         layout, last = self.layouts[i], self.last
+        base = self.origin(i, loads)
         if layout.block(last) != 1:
             if block_var is not None:
-                return L.add(self.base(i), L.mul(U(block_var), U(f"s{i}_{last}")))
-            return L.add(self.base(i), self.step(i, last))
+                return L.add(base, L.mul(U(block_var), U(f"s{i}_{last}")))
+            return L.add(base, self.step(i, last))
         if layout.inner == BROADCAST:
-            return self.base(i)
+            return base
         if layout.inner == UNIT:
-            return L.add(self.base(i), U(f"i{last}"))
-        return L.add(self.base(i), L.mul(U(f"i{last}"), U(f"s{i}_{last}")))
+            return L.add(base, U(f"i{last}"))
+        return L.add(base, L.mul(U(f"i{last}"), U(f"s{i}_{last}")))
 
     def out_index(self) -> list:
         k = self.last
@@ -154,9 +171,11 @@ class _Schedule:
     def loads(self, block_var: str | None = None, overrides: dict | None = None) -> dict:
         """Each input's Load at the current index; inside a concatenation's part, guarded."""
         found = {}
-        for i, buffer in enumerate(self.buffers):
+        gathered = [i for i, layout in enumerate(self.layouts) if layout.gathers]
+        for i, buffer in [*[(i, b) for i, b in enumerate(self.buffers) if i not in gathered],
+                          *[(i, self.buffers[i]) for i in gathered]]:  # (a gather's indices first)
             k = self.layouts[i].guard
-            index = self.index(i, block_var)
+            index = self.index(i, block_var, found)
             if k is None or k == self.part:
                 found[i] = L.load(buffer, index)
             elif self.part is None:
@@ -190,6 +209,7 @@ class _Schedule:
                   if lay.packed and lay.inner != BROADCAST and lay.block(self.last) == 1]
         if self.guards:
             return []  # (guarded loads one element at a time)
+        assert not any(self.layouts[i].gathers for i in moving)  # (no ONNX gather takes a packed type)
         if moving and all(self.layouts[i].inner == UNIT and self.buffers[i].elem.bits == 4 for i in moving):
             return moving
         return []
@@ -224,7 +244,7 @@ class _Schedule:
         one = self.element(loads)
         even = None
         for i in pairs:
-            test = kir.compare("eq", kir.binary("mod", L.add(self.base(i), U("lo_")), _c(2)), _c(0))
+            test = kir.compare("eq", kir.binary("mod", L.add(self.origin(i, loads), U("lo_")), _c(2)), _c(0))
             even = test if even is None else kir.binary("and", even, test)
 
         def half(k: int) -> list:
@@ -234,7 +254,8 @@ class _Schedule:
         step = [L.Assign(last, L.add(U("lo_"), L.mul(U("jj"), _c(2)))), *half(0),
                 L.Assign(last, L.add(U(last), _c(1))), *half(1)]
         tail = kir.compare("ne", kir.binary("mod", kir.binary("sub", U("hi_"), U("lo_")), _c(2)), _c(0))
-        then = [*[L.Assign(f"pb{i}", kir.binary("floordiv", L.add(self.base(i), U("lo_")), _c(2))) for i in pairs],
+        then = [*[L.Assign(f"pb{i}", kir.binary("floordiv", L.add(self.origin(i, loads), U("lo_")), _c(2)))
+                  for i in pairs],
                 L.For("jj", _c(0), count, step),
                 L.If(tail, [L.Assign(last, kir.binary("sub", U("hi_"), _c(1))), *one])]
         return [L.Assign("lo_", lo), L.Assign("hi_", hi),
@@ -318,6 +339,11 @@ class _Schedule:
         if bounds:
             arguments.append(L.ParamVector("bounds", bounds))
             params += bounds
+        gathers = tuple(f"g{kind}{i}_{t}" for i, layout in enumerate(self.layouts)
+                        for t in range(len(layout.gathers)) for kind in ("s", "n"))
+        if gathers:  # per gather coordinate: the data's stride along its axis and that axis's size
+            arguments.append(L.ParamVector("gathers", gathers))
+            params += gathers
         arguments += self.outs
         return L.Kernel("elementwise", [*self.buffers, *self.outs, *self.temps], params, body, arguments)
 

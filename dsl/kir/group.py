@@ -14,7 +14,7 @@ import numpy as np
 
 from ..dtypes import DType
 from ..ir import Node, Value
-from ..ops.lowering import Concatenation
+from ..ops.lowering import Concatenation, Gathering
 from ..view import View
 from . import expr as kir
 from . import types
@@ -29,6 +29,18 @@ class GroupInput:
     path: tuple
     dtype: DType
     guard: int | None = None  # index into Group.guards: read only where that guard holds
+    gathers: tuple = ()  # (index expression, data axis) per coordinate loaded (a Gathering's data)
+
+
+@dataclass(frozen=True)
+class GatherCheck:
+    """The index values a fused gather loads: graph value ``indices``, checked by ``check(call,
+    array)`` before every run (an index out of range is a DslError, never a wild read)."""
+
+    node: Node
+    call: object
+    check: object
+    indices: str
 
 
 @dataclass(frozen=True)
@@ -44,11 +56,12 @@ class Guard:
 
 class Unfusable(Exception):
     """The fused form of value ``name`` does not fit the group being built (a concatenation
-    reached through a view, or broadcast along its axis): the partitioner computes it on its own."""
+    reached through a view, or broadcast along its axis): the partitioner computes it on its own
+    (by its reference; ``apart``: by a plain kernel of its own first)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, apart: bool = False):
         super().__init__(name)
-        self.name = name
+        self.name, self.apart = name, apart
 
 
 @dataclass
@@ -96,6 +109,7 @@ class Group:
     epilogue: Epilogue | None = None
     stages: list[Stage] = field(default_factory=list)
     guards: list[Guard] = field(default_factory=list)
+    checks: list[GatherCheck] = field(default_factory=list)
 
 
 def constant(array: np.ndarray, dt: DType) -> kir.Const | None:
@@ -117,16 +131,20 @@ class GroupBuilder:
         kept: values read from memory by any group but their own (epilogue results, cuts).
     """
 
-    def __init__(self, producer: dict, constants: dict, kept: set = frozenset(), staged: dict | None = None):
+    def __init__(self, producer: dict, constants: dict, kept: set = frozenset(), staged: dict | None = None,
+                 apart: set = frozenset()):
         self.producer = producer
         self.constants = constants
         self.kept = kept
         self.staged = staged or {}
+        self.apart = apart  # values computed only by plain kernels of their own (kept)
 
-    def build(self, sinks: list[Value]) -> Group:
+    def build(self, sinks: list[Value], read_apart: bool = False) -> Group:
+        """The group computing ``sinks``; with ``read_apart`` (a row kernel's input) those
+        computed apart are read from memory instead."""
         group = Group(sinks, sinks[0].type.shape)
         self._group, self._memo, self._row, self._stages, self._guard = group, {}, None, {}, None
-        self._sinks = {v.name for v in sinks}
+        self._sinks = {v.name for v in sinks if not (read_apart and v.name in self.apart)}
         group.outputs = [self._expr(v, ()) for v in sinks]
         return group
 
@@ -137,7 +155,7 @@ class GroupBuilder:
         else reads the values in between). A reduction's epilogue inputs are seen
         at the input's shape (its reduced axis broadcast), so the kernel indexes them per row.
         The epilogue's own memo reloads shared inputs in its pass."""
-        group = self.build([row_input])
+        group = self.build([row_input], read_apart=True)
         row = kir.var(ROW_VAR, types.domain(row_output.type.dtype))
         epilogue = group.epilogue = Epilogue(sinks, row, row_output.type.dtype)
         self._memo, self._row = {}, (row_output.name, row)
@@ -177,6 +195,8 @@ class GroupBuilder:
             return self._expr(node.inputs[0], (step,) + path)
         if isinstance(opdef.kernel, Concatenation):
             return self._concat(node, call, opdef.kernel.axis(call), path)
+        if isinstance(opdef.kernel, Gathering):
+            return self._gather(node, call, opdef.kernel, path)
         self._group.nodes.append(node)
         lowering = opdef.kernel
         args = []
@@ -242,6 +262,29 @@ class GroupBuilder:
             start += size
         return kir.pick(items, out.name, guards)
 
+    def _gather(self, node: Node, call, lowering: Gathering, path: tuple) -> kir.Expr:
+        """A gather as a load of its data (a group input: the partitioner keeps data and indices
+        in memory) at its View plus the loaded coordinates times the data's strides; each
+        coordinate is the indices (a group input too) seen at the output's index, then along
+        ``path`` as the gather's result is. Not inside a concatenation's part (Unfusable)."""
+        if self._guard is not None:
+            raise Unfusable(node.outputs[0].name, apart=True)
+        data, indices = node.inputs[0], node.inputs[1]
+        self._group.nodes.append(node)
+        if not any(c.node is node for c in self._group.checks):
+            self._group.checks.append(GatherCheck(node, call, lowering.check, indices.name))
+        gathers = []
+        for k, (axis, seen) in enumerate(lowering.terms(call)):
+            step = (("gather-index", id(node), k), _Transform(seen))
+            gathers.append((self._expr(indices, (step,) + path), axis))
+        step = (("gather", id(node)), _Transform(lambda view: lowering.data(call, view)))
+        loaded = self._expr(data, (step,) + path)
+        if isinstance(loaded, kir.Leaf):
+            leaf = self._group.leaves[loaded.index]
+            assert leaf.path[0][0] == step[0], leaf.path  # (data is read from memory: its own leaf)
+            leaf.gathers = tuple(gathers)
+        return loaded  # (a one-element constant: every valid index reads it)
+
     def _leaf(self, value: Value, path: tuple) -> kir.Leaf:
         index = len(self._group.leaves)
         self._group.leaves.append(GroupInput(value, path, value.type.dtype, self._guard))
@@ -269,6 +312,17 @@ class _ViewStep:
 
     def __call__(self, view):
         return self.opdef.view(self.call, view)
+
+
+class _Transform:
+    """A View transform from a lowering (None for a View it cannot take: the runtime copies the
+    input out first)."""
+
+    def __init__(self, transform):
+        self.transform = transform
+
+    def __call__(self, view):
+        return self.transform(view) if type(view) is View else None
 
 
 class _Shift:

@@ -4,7 +4,8 @@ Split returns numpy views of its input (one per output); Tile, Pad, ReverseSeque
 CenterCropPad run their numpy references (index arithmetic, so every element type works,
 strings and the ml_dtypes types included). DepthToSpace / SpaceToDepth are composites
 (Reshape, Transpose, Reshape as the spec spells them): in the JIT they become views and fused
-copies. None of these has a dsl.dask chunk rule (chunk=None: dask runs them whole).
+copies. Under dsl.dask (dsl/ops/chunks.py) the axes each op leaves unchanged stay chunked; the
+axes it cuts, repeats, pads or reverses (and DepthToSpace / SpaceToDepth's C, H, W) are read whole.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .. import dtypes
 from ..dtypes import FLOATS_V1, all_types
 from ..errors import InputError
 from ..ir import TensorType, type_of_array
+from . import chunks
 from .expansion import expanded_reference
 from .registry import INT64, Attr, Call, Input, OpDef, Schema, register
 from .shape import check_numel, normalize_axes
@@ -206,7 +208,7 @@ def _split_schemas() -> tuple[Schema, ...]:
 
 
 register(OpDef(
-    "Split", _split_schemas(), _split_rule, reference=_split_reference, chunk=None,
+    "Split", _split_schemas(), _split_rule, reference=_split_reference, chunk=chunks.SPLIT,
     doc="Cut along `axis` into parts of the given lengths, equal parts, or num_outputs parts (views)."))
 
 
@@ -252,7 +254,7 @@ register(OpDef(
     "Tile",
     (Schema(1, (Input("input"), Input("tiles", needs_value=True), Input("axis", needs_value=True)), (), FLOATS_V1),
      *(Schema(v, (Input("input"), Input("repeats", INT64, needs_value=True)), (), all_types(v)) for v in (6, 13))),
-    _tile_rule, reference=_tile_reference, chunk=None,
+    _tile_rule, reference=_tile_reference, chunk=chunks.TILE,
     doc="Repeat the whole tensor `repeats[i]` times along each axis i (numpy's tile, no broadcast)."))
 
 
@@ -385,7 +387,7 @@ def _pad_schemas() -> tuple[Schema, ...]:
 
 
 register(OpDef(
-    "Pad", _pad_schemas(), _pad_rule, reference=_pad_reference, chunk=None,
+    "Pad", _pad_schemas(), _pad_rule, reference=_pad_reference, chunk=chunks.PAD,
     doc="Add (or, negative, remove) elements at both ends of each axis: constant, reflect, edge or wrap."))
 
 
@@ -457,12 +459,14 @@ def _block_schemas(versions: dict) -> tuple[Schema, ...]:
 
 register(OpDef(
     "DepthToSpace", _block_schemas({1: False, 11: True, 13: True, 28: True}), _block_rule(True),
-    reference=_planned(_block_rule(True))(expanded_reference(_block_body)), expand=_block_body, chunk=None,
+    reference=_planned(_block_rule(True))(expanded_reference(_block_body)), expand=_block_body,
+    chunk=chunks.BATCH_ONLY,
     doc="Move blocksize x blocksize blocks from channels into height and width (DCR or CRD order)."))
 
 register(OpDef(
     "SpaceToDepth", _block_schemas({1: False, 13: False, 28: True}), _block_rule(False),
-    reference=_planned(_block_rule(False))(expanded_reference(_block_body)), expand=_block_body, chunk=None,
+    reference=_planned(_block_rule(False))(expanded_reference(_block_body)), expand=_block_body,
+    chunk=chunks.BATCH_ONLY,
     doc="Move blocksize x blocksize blocks of height and width into channels (DCR, or CRD from 28)."))
 
 
@@ -519,7 +523,7 @@ register(OpDef(
     tuple(Schema(v, (Input("input"), Input("sequence_lens", INT64)),
                  (Attr("batch_axis", "int", 1), Attr("time_axis", "int", 0)), all_types(1 if v < 28 else 13))
           for v in (10, 28)),
-    _reverse_sequence_rule, reference=_reverse_sequence_reference, chunk=None,
+    _reverse_sequence_rule, reference=_reverse_sequence_reference, chunk=chunks.REVERSE_SEQUENCE,
     doc="Reverse the first sequence_lens[i] steps along time_axis of each batch entry i."))
 
 
@@ -580,5 +584,5 @@ register(OpDef(
     "CenterCropPad",
     (Schema(18, (Input("input_data"), Input("shape", _TIND, needs_value=True)), (Attr("axes", "ints", None),),
             all_types(13)),),
-    _center_crop_pad_rule, reference=_center_crop_pad_reference, chunk=None,
+    _center_crop_pad_rule, reference=_center_crop_pad_reference, chunk=chunks.CENTER_CROP_PAD,
     doc="Crop (centered, start rounded down) or zero-pad (extra element at the end) `axes` to `shape`."))

@@ -10,16 +10,21 @@ materialized and reshaped by dask), ``dims.type_only(node, index)`` (an input th
 element type), ``dims.tree_reduction(node)`` (True when reductions run as dask tree reductions:
 the node's output is then a new leaf). ``shape_input``: the index of an input holding a target
 shape, which each chunk's program gets as that chunk's own sizes; ``local_attrs(attrs, opset)``:
-the attributes the op gets when replayed on a chunk.
+the attributes the op gets when replayed on a chunk. Rules of ops whose shapes can depend on
+input values (NonZero, Compress, Range, a target shape computed at run time) raise
+UnsupportedError, naming the node, when its shapes are not static.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["ChunkRule", "CONCAT", "ELEMENTWISE", "EXPAND", "GATHER", "MATMUL", "QUANTIZE", "RESHAPE", "ROW", "SLICE",
-           "TRANSPOSE", "VIEW",
-           "axis_pairs"]
+from ..errors import UnsupportedError, where
+
+__all__ = ["ChunkRule", "BATCH_ONLY", "CENTER_CROP_PAD", "COMPRESS", "CONCAT", "ELEMENTWISE", "EXPAND", "FILL",
+           "GATHER", "GATHER_ELEMENTS", "GATHER_ND", "MATMUL", "ONE_HOT", "PAD", "QUANTIZE", "RESHAPE",
+           "REVERSE_SEQUENCE", "ROW", "SCATTER_ELEMENTS", "SCATTER_ND", "SLICE", "SPLIT", "TENSOR_SCATTER", "TILE",
+           "TRANSPOSE", "VIEW", "WHOLE", "axis_pairs"]
 
 
 @dataclass(frozen=True)
@@ -193,6 +198,195 @@ def _gather(dims, node, call, opdef) -> None:
             dims.join(indices, k, out, axis + k)
 
 
+# ---- rearranging, indexing and generating ops (dsl/ops/arrange.py, indexing.py, scan.py, ...) ----
+def _static(relate):
+    """``relate`` behind a check that the node's shapes are static: NonZero's count, Compress's
+    selection, a Range of run-time scalars or a run-time target shape are known only from input
+    values, and dsl.dask plans every chunk before anything runs."""
+    def checked(dims, node, call, opdef) -> None:
+        for role, values in (("input", node.inputs), ("output", node.outputs)):
+            for value in values:
+                if value is not None and not value.type.is_static:
+                    raise UnsupportedError(
+                        f"{where(node.op_type, node.name)}: {role} %{value.name} has type {value.type}, a shape "
+                        f"that depends on input values known only at run time; dsl.dask plans every chunk from "
+                        f"static shapes, so it cannot run this node blockwise (make the inputs that decide the "
+                        f"shape constants)")
+        relate(dims, node, call, opdef)
+    return checked
+
+
+def _tie(dims, node, pairs, whole: bool = False) -> None:
+    """Dims ``(value, axis)`` that map one to one (position p of one is position p of the others):
+    joined when they have one size; marked whole when ``whole`` (the op reads or writes across
+    them) or when their sizes differ (a chunk of one does not line up with a chunk of another).
+    Absent (None) values are skipped."""
+    pairs = [(value, axis) for value, axis in pairs if value is not None]
+    sizes = {value.type.shape[axis] for value, axis in pairs}
+    if len(sizes) == 1:
+        first, first_axis = pairs[0]
+        for value, axis in pairs[1:]:
+            if value.type.shape[axis] != 1:
+                dims.join(first, first_axis, value, axis)
+    if whole or len(sizes) > 1:
+        for value, axis in pairs:
+            dims.mark_whole(value, axis, node)
+
+
+def _whole(dims, node, call, opdef) -> None:
+    """Every dim of every input and output read whole (one chunk): EyeLike's diagonal, Range's
+    elements and NonZero's positions depend on where a chunk starts."""
+    for value in (*node.inputs, *node.outputs):
+        for axis in range(len(value.type.shape) if value is not None else 0):
+            dims.mark_whole(value, axis, node)
+
+
+def _split(dims, node, call, opdef) -> None:
+    """The other dims map the input to every output; the split axis is whole."""
+    data = node.inputs[0]
+    if not (len(node.inputs) > 1 and node.inputs[1] is not None or {"split", "num_outputs"} & set(node.attrs)):
+        raise UnsupportedError(
+            f"{where(node.op_type, node.name)}: splits axis {call.plan.axis} into equal parts by its output count "
+            f"({len(node.outputs)}), which the chunk tasks do not see (they replay the op, not the node); give the "
+            f"lengths (input 'split', the attribute before opset 13) or num_outputs (opset >= 18)")
+    for axis in range(len(data.type.shape)):
+        _tie(dims, node, [(data, axis)] + [(out, axis) for out in node.outputs], whole=axis == call.plan.axis)
+
+
+def _same_rank(changed):
+    """Input 0 and the output dim by dim (Tile, Pad, CenterCropPad): an axis the op leaves
+    unchanged (``changed(call, node, axis)`` False) maps one to one, a changed one is whole on both."""
+    def relate(dims, node, call, opdef) -> None:
+        data, out = node.inputs[0], node.outputs[0]
+        for axis in range(len(data.type.shape)):
+            _tie(dims, node, [(data, axis), (out, axis)], whole=changed(call, node, axis))
+    return relate
+
+
+def _all_axes(attrs: dict, opset: int) -> dict:
+    """CenterCropPad replayed on a chunk gets a target for every axis (the chunk's own sizes on
+    the axes it keeps, via shape_input), so its ``axes`` attribute goes."""
+    return {name: value for name, value in attrs.items() if name != "axes"}
+
+
+def _batch_only(dims, node, call, opdef) -> None:
+    """DepthToSpace / SpaceToDepth: N maps one to one; C, H and W interleave across blocks."""
+    data, out = node.inputs[0], node.outputs[0]
+    for axis in range(len(data.type.shape)):
+        _tie(dims, node, [(data, axis), (out, axis)], whole=axis != 0)
+
+
+def _reverse_sequence(dims, node, call, opdef) -> None:
+    """The batch axis maps data, sequence_lens and the output; the time axis is read whole."""
+    (data, lens), out = node.inputs, node.outputs[0]
+    batch_axis, time_axis = call.plan
+    for axis in range(len(data.type.shape)):
+        extra = [(lens, 0)] if axis == batch_axis else []
+        _tie(dims, node, [(data, axis), (out, axis)] + extra, whole=axis == time_axis)
+
+
+def _gather_elements(dims, node, call, opdef) -> None:
+    """out[p] = data[p with p[axis] = indices[p]]: data's axis is read whole (indices and output
+    keep theirs: a chunk of positions needs no offset); other dims map all three at p."""
+    (data, indices), out = node.inputs, node.outputs[0]
+    for axis in range(len(data.type.shape)):
+        if axis == call.plan:
+            _tie(dims, node, [(data, axis)], whole=True)
+            _tie(dims, node, [(indices, axis), (out, axis)])
+        else:
+            _tie(dims, node, [(data, axis), (indices, axis), (out, axis)])
+
+
+def _scatter_elements(dims, node, call, opdef) -> None:
+    """Any update may land anywhere along axis: that axis is whole on every operand; other dims
+    map data, indices, updates and output at p."""
+    (data, indices, updates), out = node.inputs, node.outputs[0]
+    for axis in range(len(data.type.shape)):
+        if axis == call.plan.axis:
+            _tie(dims, node, [(data, axis), (out, axis)], whole=True)
+            _tie(dims, node, [(indices, axis), (updates, axis)], whole=True)
+        else:
+            _tie(dims, node, [(data, axis), (indices, axis), (updates, axis), (out, axis)])
+
+
+def _gather_nd(dims, node, call, opdef) -> None:
+    """Batch dims map data, indices and output; indices' other dims (but the tuples) map the
+    output's, and data's dims after the indexed ones the output's last; the indexed dims of data
+    and the tuple dim of indices are read whole."""
+    (data, indices), out = node.inputs, node.outputs[0]
+    batch, rank, q = call.plan, len(data.type.shape), len(indices.type.shape)
+    depth = indices.type.shape[-1]
+    for axis in range(batch):
+        _tie(dims, node, [(data, axis), (indices, axis), (out, axis)])
+    for axis in range(batch, q - 1):
+        _tie(dims, node, [(indices, axis), (out, axis)])
+    _tie(dims, node, [(indices, q - 1)], whole=True)
+    for axis in range(batch, batch + depth):
+        _tie(dims, node, [(data, axis)], whole=True)
+    for axis in range(batch + depth, rank):
+        _tie(dims, node, [(data, axis), (out, q - 1 + axis - batch - depth)])
+
+
+def _scatter_nd(dims, node, call, opdef) -> None:
+    """The indexed dims of data (and output) are whole, and so are indices and updates' leading
+    dims (any update may land anywhere); data's dims after the indexed ones map the output's and
+    updates' last dims."""
+    (data, indices, updates), out = node.inputs, node.outputs[0]
+    depth, q = call.plan.axis, len(indices.type.shape)
+    for axis in range(len(data.type.shape)):
+        if axis < depth:
+            _tie(dims, node, [(data, axis), (out, axis)], whole=True)
+        else:
+            _tie(dims, node, [(data, axis), (out, axis), (updates, q - 1 + axis - depth)])
+    for axis in range(q):
+        _tie(dims, node, [(indices, axis)], whole=True)
+    for axis in range(q - 1):
+        _tie(dims, node, [(updates, axis)], whole=True)
+
+
+def _one_hot(dims, node, call, opdef) -> None:
+    """Indices' dims map the output's around the new axis, which is whole (a chunk of classes
+    would need its offset); values [off, on] are read whole."""
+    indices, values, out = node.inputs[0], node.inputs[2], node.outputs[0]
+    axis = call.plan.axis
+    for k in range(len(indices.type.shape)):
+        _tie(dims, node, [(indices, k), (out, k if k < axis else k + 1)])
+    _tie(dims, node, [(out, axis)], whole=True)
+    _tie(dims, node, [(values, 0)], whole=True)
+
+
+def _compress(dims, node, call, opdef) -> None:
+    """With an axis: the other dims map one to one, the axis (and the condition) are whole;
+    without: the input is flattened, every dim whole."""
+    (data, condition), out = node.inputs, node.outputs[0]
+    (axis,) = call.plan
+    if axis is None:
+        _whole(dims, node, call, opdef)
+        return
+    for k in range(len(data.type.shape)):
+        _tie(dims, node, [(data, k), (out, k)], whole=k == axis)
+    _tie(dims, node, [(condition, 0)], whole=True)
+
+
+def _tensor_scatter(dims, node, call, opdef) -> None:
+    """The batch axis maps past_cache, update, write_indices and output; the sequence axis is
+    whole (the write position is the batch's index); other dims map one to one."""
+    cache, update = node.inputs[0], node.inputs[1]
+    indices = node.inputs[2] if len(node.inputs) > 2 else None
+    out = node.outputs[0]
+    for axis in range(len(cache.type.shape)):
+        if axis == call.plan.axis:
+            _tie(dims, node, [(cache, axis), (out, axis)], whole=True)
+            _tie(dims, node, [(update, axis)], whole=True)
+        else:
+            _tie(dims, node, [(cache, axis), (update, axis), (out, axis)] + ([(indices, 0)] if axis == 0 else []))
+
+
+def _fill(dims, node, call, opdef) -> None:
+    """ConstantOfShape: every element is the value, so any chunk of the output is the fill at the
+    chunk's own shape (shape_input): its dims are free, chunked like whatever they meet."""
+
+
 def _reshape_attrs(attrs: dict, opset: int) -> dict:
     """A Reshape replayed at chunk shapes gets explicit sizes; allowzero keeps a 0-size chunk dim
     from meaning 'copy the input dim'."""
@@ -210,3 +404,21 @@ QUANTIZE = ChunkRule("quantize", _quantize)
 SLICE = ChunkRule("slice", _slice)
 CONCAT = ChunkRule("concat", _concat)
 GATHER = ChunkRule("gather", _gather)
+
+SPLIT = ChunkRule("split", _static(_split))
+TILE = ChunkRule("tile", _static(_same_rank(lambda call, node, axis: call.plan[axis] != 1)))
+PAD = ChunkRule("pad", _static(_same_rank(lambda call, node, axis: call.plan.axes[axis] != (0, 0, 0, 0))))
+CENTER_CROP_PAD = ChunkRule("center_crop_pad", _static(_same_rank(
+    lambda call, node, axis: node.inputs[0].type.shape[axis] != node.outputs[0].type.shape[axis])),
+    shape_input=1, local_attrs=_all_axes)
+BATCH_ONLY = ChunkRule("batch_only", _static(_batch_only))
+REVERSE_SEQUENCE = ChunkRule("reverse_sequence", _static(_reverse_sequence))
+GATHER_ELEMENTS = ChunkRule("gather_elements", _static(_gather_elements))
+SCATTER_ELEMENTS = ChunkRule("scatter_elements", _static(_scatter_elements))
+GATHER_ND = ChunkRule("gather_nd", _static(_gather_nd))
+SCATTER_ND = ChunkRule("scatter_nd", _static(_scatter_nd))
+ONE_HOT = ChunkRule("one_hot", _static(_one_hot))
+COMPRESS = ChunkRule("compress", _static(_compress))
+TENSOR_SCATTER = ChunkRule("tensor_scatter", _static(_tensor_scatter))
+WHOLE = ChunkRule("whole", _static(_whole))
+FILL = ChunkRule("fill", _static(_fill), shape_input=0)

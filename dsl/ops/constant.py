@@ -8,6 +8,7 @@ from ..dtypes import FLOATS_V1, all_types
 from ..errors import DTypeError, InputError, UnsupportedError, where
 from ..ir import type_of_array
 from ..tensor import Tensor
+from . import chunks
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
 # ---- Constant -----------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def _constant_rule(call: Call) -> list:
 
 _CONSTANT = register(OpDef(
     "Constant", _constant_schemas(), _constant_rule,
-    reference=lambda call, xs: [call.plan],
+    reference=lambda call, xs: [call.plan], chunk=chunks.WHOLE,
     doc="A constant tensor from exactly one of value / value_float(s) / value_int(s) / value_string(s)."))
 _SCHEMAS_BY_VERSION = {s.version: s for s in _CONSTANT.schemas}
 

@@ -1,14 +1,14 @@
-"""Indexing: GatherElements, GatherND, ScatterElements, ScatterND, OneHot, Compress, NonZero and
-TensorScatter, at every schema version with its exact rules.
+"""Indexing: GatherElements, GatherND, ScatterElements, ScatterND and TensorScatter, at every
+schema version with its exact rules (OneHot, Compress, NonZero: dsl/ops/selection.py).
 
-All run their numpy references (explain() lists them as numpy steps; dsl.dask has no chunk rule
-for them). Indices are checked against the data's dims before anything is read or written: an
-index out of range is an InputError naming the value, its position and the bounds, never a read
+GatherElements and GatherND fuse into kernels as loads through their loaded indices
+(lowering.Gathering); the scatters run their numpy references (explain() lists them as numpy
+steps). Their dsl.dask chunk rules are in dsl/ops/chunks.py. Indices are checked against the
+data's dims before anything is read or written: an index out of range is an InputError naming the value, its position and the bounds, never a read
 or a write outside the data. Scatters write into a copy of ``data``; with reduction 'none',
 duplicate indices (for which the spec leaves the order undefined) keep the last update in
 row-major order of ``indices`` (numpy's assignment); with a reduction they accumulate in that
-order (numpy's ``ufunc.at``). Compress and NonZero have data-dependent output shapes: their rules
-give an unknown dim unless the deciding input is a constant.
+order (numpy's ``ufunc.at``).
 """
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ from .. import dtypes
 from ..dtypes import all_types
 from ..errors import DTypeError, InputError
 from ..ir import TensorType
+from ..view import View
+from .lowering import Gathering
+from . import chunks
 from .registry import Attr, Call, Input, OpDef, Schema, register
 from .shape import normalize_axes
 
@@ -107,6 +110,29 @@ def _gather_elements_reference(call: Call, xs: list) -> list:
     return [np.take_along_axis(window, positions, axis)]
 
 
+def _static_plan(call: Call) -> bool:
+    """Fused (loads through the loaded indices) when the plan is made and every shape is static."""
+    return call.plan is not None and all(_known(t.shape) for t in call.types[:2])
+
+
+def _gather_elements_data(call: Call, view: View) -> View:
+    """data's View at the output's (= indices') index: data's strides, 0 along the axis."""
+    axis = call.plan
+    return View(tuple(call.types[1].shape), tuple(0 if k == axis else st for k, st in enumerate(view.strides)),
+                view.offset)
+
+
+def _gather_elements_check(call: Call, indices: np.ndarray) -> None:
+    """The run-time check of a fused GatherElements: min and max, the details only on failure."""
+    size = call.types[0].shape[call.plan]
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        _checked_axis_indices(call, indices, size, call.plan)
+
+
+GATHER_ELEMENTS = Gathering(_gather_elements_data, lambda call: ((call.plan, lambda view: view),),
+                            _gather_elements_check, _static_plan)
+
+
 def _elements_schemas(versions, inputs, with_reduction_since=None) -> tuple:
     schemas = []
     for version in versions:
@@ -119,7 +145,7 @@ def _elements_schemas(versions, inputs, with_reduction_since=None) -> tuple:
 
 register(OpDef(
     "GatherElements", _elements_schemas((11, 13), (Input("data"), Input("indices", _TIND))),
-    _gather_elements_rule, reference=_gather_elements_reference, chunk=None,
+    _gather_elements_rule, reference=_gather_elements_reference, kernel=GATHER_ELEMENTS, chunk=chunks.GATHER_ELEMENTS,
     doc="out[p] = data[p with p[axis] = indices[p]]: numpy's take_along_axis (negative indices count from the "
         "end); the output has the indices' shape."))
 
@@ -179,7 +205,7 @@ register(OpDef(
     "ScatterElements",
     _elements_schemas((11, 13, 16, 18), (Input("data"), Input("indices", _TIND), Input("updates")),
                       with_reduction_since=16),
-    _scatter_elements_rule, reference=_scatter_elements_reference, chunk=None,
+    _scatter_elements_rule, reference=_scatter_elements_reference, chunk=chunks.SCATTER_ELEMENTS,
     doc="A copy of data with out[p with p[axis] = indices[p]] = updates[p] (or combined by `reduction`: add, "
         "mul, max, min); the inverse of GatherElements."))
 
@@ -187,7 +213,7 @@ register(OpDef(
 # Scatter (9; 11 deprecates it in favour of ScatterElements): ScatterElements-11 without reduction.
 register(OpDef(
     "Scatter", _elements_schemas((9, 11), (Input("data"), Input("indices", _TIND), Input("updates"))),
-    _scatter_elements_rule, reference=_scatter_elements_reference, chunk=None,
+    _scatter_elements_rule, reference=_scatter_elements_reference, chunk=chunks.SCATTER_ELEMENTS,
     doc="The deprecated name of ScatterElements (versions 9, 11; no reduction)."))
 
 
@@ -261,6 +287,40 @@ def _gather_nd_reference(call: Call, xs: list) -> list:
     return [picked.reshape(tuple(indices.shape[:-1]) + tuple(data.shape[batch + depth:]))]
 
 
+def _gather_nd_data(call: Call, view: View) -> View:
+    """data's View at the output's index: its batch dims, then the tuples' dims at stride 0 (the
+    loaded tuple adds the rest), then the dims after the tuple's."""
+    batch, depth, lead = call.plan, call.types[1].shape[-1], len(call.types[1].shape) - 1 - call.plan
+    return View(tuple(view.shape[:batch]) + tuple(call.types[1].shape[batch:-1]) + tuple(view.shape[batch + depth:]),
+                view.strides[:batch] + (0,) * lead + view.strides[batch + depth:], view.offset)
+
+
+def _gather_nd_terms(call: Call) -> tuple:
+    """Per tuple entry j: data axis batch + j, read from indices[..., j] at the output's index."""
+    batch, indices = call.plan, call.types[1].shape
+    depth, rest = indices[-1], len(call.types[0].shape) - call.plan - indices[-1]
+    out_shape = tuple(call.types[0].shape[:batch]) + tuple(indices[batch:-1]) + tuple(call.types[0].shape[batch + depth:])
+
+    def entry(j: int):
+        def seen(view: View) -> View:
+            picked = View(view.shape[:-1], view.strides[:-1], view.offset + j * view.strides[-1])
+            return picked.unsqueeze(tuple(range(len(indices) - 1, len(indices) - 1 + rest))).expand(out_shape)
+        return seen
+    return tuple((batch + j, entry(j)) for j in range(depth))
+
+
+def _gather_nd_check(call: Call, indices: np.ndarray) -> None:
+    """The run-time check of a fused GatherND: each tuple entry's min and max against its dim,
+    the details only on failure."""
+    sizes = np.array(call.types[0].shape[call.plan:call.plan + indices.shape[-1]], np.int64)
+    tuples = indices.reshape(-1, indices.shape[-1])
+    if len(tuples) and ((tuples.min(0) < -sizes).any() or (tuples.max(0) >= sizes).any()):
+        _checked_tuples(call, indices, tuple(int(s) for s in sizes), call.plan)
+
+
+GATHER_ND = Gathering(_gather_nd_data, _gather_nd_terms, _gather_nd_check, _static_plan)
+
+
 def _nd_schemas(versions, inputs, attr_since, attr) -> tuple:
     return tuple(Schema(v, inputs, (attr,) if attr_since is not None and v >= attr_since else (),
                         _ALL_13 if v >= 13 else _ALL_11) for v in versions)
@@ -269,7 +329,7 @@ def _nd_schemas(versions, inputs, attr_since, attr) -> tuple:
 register(OpDef(
     "GatherND", _nd_schemas((11, 12, 13), (Input("data"), Input("indices", _INT64_ONLY)), 12,
                             Attr("batch_dims", "int", 0)),
-    _gather_nd_rule, reference=_gather_nd_reference, chunk=None,
+    _gather_nd_rule, reference=_gather_nd_reference, kernel=GATHER_ND, chunk=chunks.GATHER_ND,
     doc="Slices of data at the index tuples in the last dim of indices (after `batch_dims` shared leading dims; "
         "negative indices count from the end)."))
 
@@ -314,185 +374,9 @@ register(OpDef(
     tuple(Schema(v, (Input("data"), Input("indices", _INT64_ONLY), Input("updates")),
                  (Attr("reduction", "string", "none"),) if v >= 16 else (), _ALL_13 if v >= 13 else _ALL_11)
           for v in (11, 13, 16, 18)),
-    _scatter_nd_rule, reference=_scatter_nd_reference, chunk=None,
+    _scatter_nd_rule, reference=_scatter_nd_reference, chunk=chunks.SCATTER_ND,
     doc="A copy of data with the slices at the index tuples of indices set to updates (or combined by "
         "`reduction`: add, mul, max, min); the inverse of GatherND."))
-
-
-# ---- OneHot --------------------------------------------------------------------------------------
-# Output: indices' shape with a dim of size depth inserted at axis (in [-r-1, r], r = rank of
-# indices), values[1] (on) where the class equals the index, values[0] (off) elsewhere. depth: a
-# scalar or a one-element 1-D tensor, non-integer types truncated to int64 (it must be finite and
-# >= 0). Non-integer indices are truncated to int64 (as a cast would); NaN and infinities are out
-# of range. In range: [0, depth-1] at version 9 ("values outside the range [0, depth) ... all
-# off_value"), [-depth, depth-1] from 11 (negatives add depth); anything else gives a row of
-# off_value, not an error (the spec says so).
-@dataclass(frozen=True)
-class OneHotPlan:
-    axis: int
-    depth: int
-
-
-def _one_hot_depth(call: Call) -> int | None:
-    shape = call.types[1].shape
-    if shape is not None and not (len(shape) == 0 or (len(shape) == 1 and shape[0] in (1, None))):
-        call.fail(f"depth has shape {list(shape)}; expected a scalar or a 1-D tensor of one element")
-    value = call.values[1]
-    if value is None:
-        return None
-    value = np.asarray(value).reshape(-1)
-    if value.size != 1:
-        call.fail(f"depth has {value.size} elements; expected one", InputError)
-    depth = value[0]
-    if depth.dtype.kind == "f" and not np.isfinite(np.float64(depth)):
-        call.fail(f"depth {depth} is not finite; expected a count >= 0", InputError)
-    depth = int(np.trunc(np.float64(depth))) if depth.dtype.kind == "f" else int(depth)
-    if depth < 0:
-        call.fail(f"depth {depth} is negative; expected a count >= 0", InputError)
-    return depth
-
-
-def _one_hot_rule(call: Call) -> list:
-    indices, values = call.types[0], call.types[2]
-    if values.shape is not None and not (len(values.shape) == 1 and values.shape[0] in (2, None)):
-        call.fail(f"values has shape {list(values.shape)}; expected a 1-D tensor of two elements [off_value, "
-                  f"on_value]")
-    depth = _one_hot_depth(call)
-    if indices.shape is None:
-        return [TensorType(values.dtype, None)]
-    rank = len(indices.shape) + 1
-    axis = normalize_axes(call, [call.attrs["axis"]], rank, negative=True, rank_name="output rank")[0]
-    call.plan = None if depth is None else OneHotPlan(axis, depth)
-    out = tuple(indices.shape[:axis]) + (depth,) + tuple(indices.shape[axis:])
-    return [TensorType(values.dtype, out)]
-
-
-def _one_hot_positions(call: Call, indices: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
-    """(class positions as int64 in [0, depth-1], mask of the indices in range)."""
-    low = -depth if call.version >= 11 else 0
-    if indices.dtype.kind == "f":
-        wide = indices.astype(np.float64)
-        finite = np.isfinite(wide)
-        whole = np.trunc(np.where(finite, wide, 0))
-        valid = finite & (whole >= low) & (whole <= depth - 1)
-        wide = np.where(valid, whole, 0).astype(np.int64)
-    elif indices.dtype.kind == "u":  # (compared unsigned: uint64 values above int64 must not wrap)
-        valid = indices <= np.uint64(depth - 1) if depth > 0 else np.zeros(indices.shape, bool)
-        wide = np.where(valid, indices, 0).astype(np.int64)
-    else:
-        wide = indices.astype(np.int64)
-        valid = (wide >= low) & (wide <= depth - 1)
-    return np.where(wide < 0, wide + depth, wide), valid
-
-
-def _one_hot_reference(call: Call, xs: list) -> list:
-    indices, _, values = xs
-    plan = _plan(call, xs, _one_hot_rule)
-    axis, depth = plan.axis, plan.depth
-    values = np.asarray(values)
-    if values.shape != (2,):
-        call.fail(f"values has shape {list(values.shape)}; expected [2] ([off_value, on_value])")
-    positions, valid = _one_hot_positions(call, np.asarray(indices), depth)
-    classes = np.arange(depth, dtype=np.int64).reshape((depth,) + (1,) * (indices.ndim - axis))
-    hot = (np.expand_dims(positions, axis) == classes) & np.expand_dims(valid, axis)
-    out = np.full(hot.shape, values[0], dtype=values.dtype)
-    out[hot] = values[1]
-    return [out]
-
-
-_ONE_HOT_INDEX = dtypes.types("float16", "float", "double", "int8", "int16", "int32", "int64", "uint8", "uint16",
-                              "uint32", "uint64")
-register(OpDef(
-    "OneHot",
-    tuple(Schema(v, (Input("indices", _ONE_HOT_INDEX), Input("depth", _ONE_HOT_INDEX, needs_value=True),
-                     Input("values")), (Attr("axis", "int", -1),), _ALL_13 if v >= 28 else _ALL_11)
-          for v in (9, 11, 28)),
-    _one_hot_rule, reference=_one_hot_reference, chunk=None,
-    doc="values[1] where a new `depth`-sized axis equals the index, values[0] elsewhere (indices out of range "
-        "give all values[0]; negative ones count from the end, version 11+)."))
-
-
-# ---- Compress ------------------------------------------------------------------------------------
-# numpy.compress: the slices along axis (in [0, r-1] at version 9, [-r, r-1] from 11; input rank
-# r >= 1) where the 1-D bool condition is True; no axis: the elements of the flattened input.
-# A condition shorter than the axis discards the rest (the spec); a longer one may only hold
-# False beyond the axis' end (numpy: a True there selects nothing that exists, an error).
-def _compress_axis(call: Call) -> int | None:
-    data, condition = call.types
-    if condition.shape is not None and len(condition.shape) != 1:
-        call.fail(f"condition has shape {list(condition.shape)}; expected a 1-D bool tensor")
-    if data.shape is not None and len(data.shape) == 0:
-        call.fail("input is a scalar (rank 0); Compress needs rank >= 1")
-    axis = call.attrs.get("axis")
-    if axis is None or data.shape is None:
-        return axis
-    return normalize_axes(call, [axis], len(data.shape), negative=call.version >= 11, rank_name="input rank")[0]
-
-
-def _compress_mask(call: Call, condition: np.ndarray, length: int, axis: int | None) -> np.ndarray:
-    mask = np.asarray(condition, bool).reshape(-1)
-    if mask.size > length and mask[length:].any():
-        position = length + int(np.argmax(mask[length:]))
-        what = "the flattened input's size" if axis is None else f"axis {axis}'s size"
-        call.fail(f"condition is True at position {position}, beyond {what} {length}; entries past the end must "
-                  f"be False", InputError)
-    return mask[:length]
-
-
-def _compress_rule(call: Call) -> list:
-    data = call.types[0]
-    axis = _compress_axis(call)
-    call.plan = (axis,) if data.shape is not None else None
-    if data.shape is None:
-        return [TensorType(data.dtype, (None,) if call.attrs.get("axis") is None else None)]
-    length = (prod(data.shape) if _known(data.shape) else None) if axis is None else data.shape[axis]
-    count = None
-    if call.values[1] is not None and isinstance(length, int):
-        count = int(_compress_mask(call, call.values[1], length, axis).sum())
-    if axis is None:
-        return [TensorType(data.dtype, (count,))]
-    return [TensorType(data.dtype, tuple(count if k == axis else d for k, d in enumerate(data.shape)))]
-
-
-def _compress_reference(call: Call, xs: list) -> list:
-    data, condition = xs
-    axis, = _plan(call, xs, _compress_rule)
-    mask = _compress_mask(call, condition, data.size if axis is None else data.shape[axis], axis)
-    return [np.compress(mask, data, axis=axis)]
-
-
-register(OpDef(
-    "Compress",
-    tuple(Schema(v, (Input("input"), Input("condition", _BOOL)), (Attr("axis", "int", None),),
-                 _ALL_13 if v >= 28 else _ALL_11) for v in (9, 11, 28)),
-    _compress_rule, reference=_compress_reference, chunk=None,
-    doc="The slices along `axis` (or elements of the flattened input) where `condition` is True (numpy.compress)."))
-
-
-# ---- NonZero -------------------------------------------------------------------------------------
-# numpy.nonzero as one int64 tensor of shape (rank, count), indices in row-major order; nonzero
-# as numpy's truth value (NaN and -0.0: NaN counts, -0.0 does not; strings: non-empty). A scalar
-# is treated as a 1-D tensor of one element (output (1, count), as numpy did before it stopped
-# accepting 0-d input; the spec says only "behaves similar to numpy.nonzero").
-def _nonzero_rule(call: Call) -> list:
-    shape = call.types[0].shape
-    rank = None if shape is None else max(len(shape), 1)
-    count = None
-    if call.values[0] is not None:
-        count = int(np.count_nonzero(np.asarray(call.values[0])))
-    return [TensorType(_INT64, (rank, count))]
-
-
-def _nonzero_reference(call: Call, xs: list) -> list:
-    x = np.atleast_1d(np.asarray(xs[0]))
-    return [np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)]
-
-
-register(OpDef(
-    "NonZero",
-    tuple(Schema(v, (Input("X"),), (), _ALL_13 if v >= 13 else _ALL_11) for v in (9, 13)),
-    _nonzero_rule, reference=_nonzero_reference, chunk=None,
-    doc="The indices of the nonzero elements, int64 of shape (rank, count), row-major (numpy.nonzero)."))
 
 
 # ---- TensorScatter -------------------------------------------------------------------------------
@@ -577,6 +461,6 @@ register(OpDef(
     "TensorScatter",
     (Schema(24, (Input("past_cache"), Input("update"), Input("write_indices", _INT64_ONLY, optional=True)),
             (Attr("mode", "string", "linear"), Attr("axis", "int", -2)), all_types(24)),),
-    _tensor_scatter_rule, reference=_tensor_scatter_reference, chunk=None,
+    _tensor_scatter_rule, reference=_tensor_scatter_reference, chunk=chunks.TENSOR_SCATTER,
     doc="A copy of past_cache with update written along `axis` from write_indices[b] on, per batch b "
         "(mode 'circular': modulo the cache's length)."))

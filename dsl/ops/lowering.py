@@ -61,3 +61,27 @@ class Concatenation:
 
     axis: Callable
     fusable: Callable = lambda call: True
+
+
+@dataclass(frozen=True)
+class Gathering:
+    """An op whose output element is one element of its data at an index some coordinates of
+    which are loaded from an index tensor (Gather, GatherElements, GatherND): fused, data and
+    indices are group inputs read from memory, the index values are checked before the kernel
+    runs (out of range: a DslError, never a wild read) and the data element is read at its
+    View's offset plus, per loaded coordinate, that coordinate (negatives counted from the end)
+    times the data's stride along its axis.
+
+    Attributes:
+        data: (call, View of data) -> the View read at the output's index, each gathered axis
+            replaced by what indexes it (stride 0 there: the loaded coordinates add the rest).
+        terms: call -> ((data axis, (View of indices) -> View at the output's shape), ...): per
+            loaded coordinate, the data axis it indexes and where the indices hold it.
+        check: (call, indices ndarray) -> None; raises InputError for an index out of range.
+        fusable: call -> whether this application can be fused.
+    """
+
+    data: Callable
+    terms: Callable
+    check: Callable
+    fusable: Callable = lambda call: True

@@ -1,8 +1,9 @@
 """Data movement: Slice, Concat, Gather, at every schema version with its exact rules.
 
 Slice is a view (a strided window of its input, no copy: fused kernels read through it). Concat
-and Gather run their numpy references (explain() lists them as numpy steps); Gather's indices
-are checked against the axis before anything is read, so an index out of range is a DslError,
+fuses as guarded loads (lowering.Concatenation), Gather as loads through its loaded indices
+(lowering.Gathering); Gather's indices are checked against the axis before anything is read (at
+trace time when constant, else before the kernel runs), so an index out of range is a DslError,
 never a read outside the data.
 """
 from __future__ import annotations
@@ -16,7 +17,8 @@ from ..dtypes import all_types
 from ..errors import InputError
 from ..ir import TensorType
 from . import chunks
-from .lowering import Concatenation
+from ..view import View
+from .lowering import Concatenation, Gathering
 from .registry import INT64_MAX, INT64_MIN, Attr, Call, Input, OpDef, Schema, register
 from .shape import normalize_axes
 
@@ -250,11 +252,41 @@ def _gather_reference(call: Call, xs: list) -> list:
     return [np.asarray(np.take(data, _checked_indices(call, indices, data.shape[call.plan]), axis=call.plan))]
 
 
+def _gather_data(call: Call, view: View) -> View:
+    """data's View at the output's index: the gathered axis becomes the indices' dims, at
+    stride 0 (the loaded index adds index * stride)."""
+    axis, q = call.plan, len(call.types[1].shape)
+    return View(view.shape[:axis] + tuple(call.types[1].shape) + view.shape[axis + 1:],
+                view.strides[:axis] + (0,) * q + view.strides[axis + 1:], view.offset)
+
+
+def _gather_terms(call: Call) -> tuple:
+    axis, data_rank = call.plan, len(call.types[0].shape)
+    out_shape = tuple(call.types[0].shape[:axis]) + tuple(call.types[1].shape) + tuple(call.types[0].shape[axis + 1:])
+    q = len(call.types[1].shape)
+    around = tuple(range(axis)) + tuple(range(axis + q, axis + q + data_rank - axis - 1))
+    return ((axis, lambda view: view.unsqueeze(around).expand(out_shape)),)
+
+
+def _gather_check(call: Call, indices: np.ndarray) -> None:
+    """The run-time check of a fused Gather: min and max first (cheap), the message's details
+    only when one is out of range."""
+    size = call.types[0].shape[call.plan]
+    if indices.size and (indices.min() < (-size if call.version >= 11 else 0) or indices.max() >= size):
+        _checked_indices(call, indices, size)
+
+
+def _gather_fusable(call: Call) -> bool:
+    return isinstance(call.plan, int) and all(
+        t.shape is not None and all(isinstance(d, int) for d in t.shape) for t in call.types[:2])
+
+
 register(OpDef(
     "Gather",
     tuple(Schema(v, (Input("data"), Input("indices", _TIND)), (Attr("axis", "int", 0),),
                  all_types(v) if v >= 13 else _NO_BF16) for v in (1, 11, 13)),
     _gather_rule, reference=_gather_reference, chunk=chunks.GATHER,
+    kernel=Gathering(_gather_data, _gather_terms, _gather_check, _gather_fusable),
     doc="Entries of `data` along `axis` at `indices` (negative indices count from the end, version 11+)."))
 
 
@@ -271,7 +303,7 @@ _INT64 = dtypes.dtype("int64")
 
 register(OpDef(
     "Size", tuple(Schema(v, (Input("data"),), (), all_types(v)) for v in (1, 13, 19, 21, 23, 24, 25)),
-    _size_rule, reference=lambda call, xs: [np.array(np.size(xs[0]), np.int64)],
+    _size_rule, reference=lambda call, xs: [np.array(np.size(xs[0]), np.int64)], chunk=chunks.WHOLE,
     doc="The number of elements of the input, as an int64 scalar."))
 
 
@@ -322,6 +354,7 @@ register(OpDef(
                  dtypes.types(*_COS_TYPES[v])) for v in (9, 20, 21, 23, 24, 25)),
     _constant_of_shape_rule,
     reference=lambda call, xs: [np.full(tuple(int(d) for d in xs[0]), call.plan, dtype=call.plan.dtype)],
+    chunk=chunks.FILL,
     doc="A tensor of the given shape, every element the attribute `value` (default float32 0)."))
 
 
@@ -400,5 +433,5 @@ register(OpDef(
     (Schema(11, _RANGE_INPUTS, (), dtypes.types("float", "double", "int16", "int32", "int64")),
      Schema(27, _RANGE_INPUTS, (Attr("stash_type", "int", 1),),
             dtypes.types("float", "double", "int16", "int32", "int64", "float16", "bfloat16"))),
-    _range_rule, reference=_range_reference,
+    _range_rule, reference=_range_reference, chunk=chunks.WHOLE,
     doc="start, start + delta, ... up to limit (exclusive): max(ceil((limit - start) / delta), 0) elements."))

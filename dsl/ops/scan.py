@@ -307,9 +307,9 @@ _EYE_TYPES[22] = _EYE_TYPES[9] + BF16
 register(OpDef(
     "EyeLike", tuple(Schema(v, (Input("input"),), (Attr("dtype", "int", None), Attr("k", "int", 0)),
                             dtypes.types(*names)) for v, names in _EYE_TYPES.items()),
-    _eye_rule, reference=_eye_reference,
+    _eye_rule, reference=_eye_reference, chunk=chunks.WHOLE,
     doc="A matrix of the input's shape: ones on diagonal k (T2[i, i+k] = 1), zeros elsewhere; "
-        "not blockwise under dsl.dask (chunk rule None: it reads only its input's shape)."))
+        "under dsl.dask one chunk (a chunk's diagonal depends on where it starts)."))
 
 
 # ---- Hardmax ------------------------------------------------------------------------------------

@@ -347,5 +347,5 @@ register(OpDef(
     tuple(Schema(v, (_DATA,), (Attr("start", "int", 0), Attr("end", "int", None)) if v >= 15 else (),
                  all_types(v)) for v in (1, 13, 15, 19, 21, 23, 24, 25)),
     _shape_rule,
-    reference=lambda call, xs: [np.array(np.shape(xs[0])[call.plan], np.int64)],
+    reference=lambda call, xs: [np.array(np.shape(xs[0])[call.plan], np.int64)], chunk=chunks.WHOLE,
     doc="The input's dims [start:end) as int64 (out-of-range start/end are clamped)."))

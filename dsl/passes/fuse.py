@@ -17,7 +17,7 @@ from ..kir import types as kir_types
 from ..kir.group import Group, GroupBuilder, Unfusable
 from ..ir import Graph, Node, TensorType, Value
 from ..ops import registry
-from ..ops.lowering import Concatenation, Elementwise, Row
+from ..ops.lowering import Concatenation, Elementwise, Gathering, Row
 
 
 @dataclass
@@ -78,7 +78,7 @@ def _fusable(node: Node, call, opdef, unfused: set = frozenset()) -> bool:
         return False
     if opdef.view is not None and len(node.outputs) == 1:
         return call.plan is not None
-    if isinstance(opdef.kernel, Concatenation):  # (its parts computed where guarded)
+    if isinstance(opdef.kernel, (Concatenation, Gathering)):  # (guarded loads; loads through loaded indices)
         return opdef.kernel.fusable(call) and node.outputs[0].name not in unfused
     return isinstance(opdef.kernel, Elementwise) and opdef.kernel.fusable(call) and len(node.outputs) == 1
 
@@ -92,14 +92,27 @@ def _picks(group: Group) -> list:
 
 
 def _check_picks(steps: list) -> list:
-    """Only plain elementwise kernels take fused concatenations (their schedule lowers them into
-    guarded loads); another kernel's concatenation is computed on its own (Unfusable)."""
+    """Only plain elementwise kernels take fused concatenations and gathers (their schedule
+    lowers them into guarded loads and loads through loaded indices); another kernel's are
+    computed on their own (Unfusable)."""
     for step in steps:
         if isinstance(step, KernelStep) and (type(step) is not KernelStep or step.row or step.group.epilogue):
             names = _picks(step.group)
             if names:
                 raise Unfusable(names[0])
+            if step.group.checks:
+                raise Unfusable(step.group.checks[0].node.outputs[0].name, apart=True)
     return steps
+
+
+def _gathered(graph: Graph, fusable: dict, calls: dict) -> set:
+    """The data and indices of fused gathers: read from memory (the indices are checked there
+    before the kernel runs; the data is read at loaded offsets)."""
+    found = set()
+    for node in graph.nodes:
+        if fusable[id(node)] and isinstance(registry.get(node.op_type, node.name, node.domain).kernel, Gathering):
+            found.update(v.name for v in node.inputs[:2])
+    return found
 
 
 def _row_kernel(node: Node, call, opdef) -> bool:
@@ -133,16 +146,17 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     """Steps in execution order for a graph whose types are all concrete."""
     unstaged: set = set()
     unfused: set = set()
+    apart: set = set()  # concatenations and gathers computed by kernels of their own
     while True:
         try:
-            return _check_picks(_partition(graph, calls, constants, unstaged, unfused))
+            return _check_picks(_partition(graph, calls, constants, unstaged, unfused, apart))
         except _Unstage as found:
             unstaged.add(found.name)
-        except Unfusable as found:
-            unfused.add(found.name)
+        except Unfusable as found:  # (a gather: first a kernel of its own, then its reference)
+            (apart if found.apart and found.name not in apart else unfused).add(found.name)
 
 
-def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfused: set) -> list:
+def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfused: set, apart: set) -> list:
     producer = {}
     fusable = {}
     needed = {v.name for v in graph.outputs}
@@ -169,6 +183,9 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfuse
     cuts = set(needed)
     cones = _bound_cones(graph, fusable, needed)
     cuts = needed - cuts  # values materialized only to bound kernels: later kernels read them
+    gathered = _gathered(graph, fusable, calls) | apart
+    needed |= gathered
+    cuts |= gathered
     # a row node whose result only feeds a chain of same-shape elementwise ops computes them in
     # its kernel (an epilogue): that kernel is made where the chain's last value is needed
     row_groups = _row_groups([n for n in graph.nodes if id(n) in rows], producer)
@@ -179,21 +196,21 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfuse
     late = {v.name for v in graph.outputs} - {v.name for n in graph.nodes if not fusable[id(n)]
                                                for v in n.inputs if v is not None} - set(epilogue_of)
     fused_producer = {name: found for name, found in producer.items() if fusable[id(found[0])]}
-    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of) | cuts, staged=staged)
+    builder = GroupBuilder(fused_producer, constants, kept=set(epilogue_of) | cuts, staged=staged, apart=apart)
     steps, done, deferred = [], set(), {}  # deferred: output name -> (its step index, value)
     for node in graph.nodes:
         if id(node) in staged_ids:
             continue  # computed in the kernels that read it
         if id(node) in any_axis:
             kind = producer[node.outputs[0].name][2].kernel.kind
-            steps.append(ReduceStep(builder.build([node.inputs[0]]), [(node, calls[id(node)], kind)]))
+            steps.append(ReduceStep(builder.build([node.inputs[0]], True), [(node, calls[id(node)], kind)]))
             continue
         if id(node) in rows:
             if id(node) in with_epilogue:
                 continue  # built with its epilogue, below
             together = row_groups.get(id(node))
             if together:  # the first of reductions over one value: one pass feeds them all
-                steps.append(KernelStep(builder.build([node.inputs[0]]),
+                steps.append(KernelStep(builder.build([node.inputs[0]], True),
                                         [(n, calls[id(n)], producer[n.outputs[0].name][2].kernel.kind)
                                          for n in together]))
             continue

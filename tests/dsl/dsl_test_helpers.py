@@ -68,6 +68,30 @@ def assert_schema_in_force_matches_onnx(op: str, opset: int) -> None:
     assert registry.get(op).schema(opset).version == expected, (op, opset)
 
 
+def onnx_default(attr):
+    """An ONNX attribute's default as dsl states it (ints and strings; None otherwise)."""
+    default = attr.default_value
+    if default.type == onnx.AttributeProto.INT:
+        return default.i
+    if default.type == onnx.AttributeProto.STRING:
+        return default.s.decode()
+    return None
+
+
+def assert_schemas_match_onnx(op: str) -> None:
+    """Every version's inputs (names, optional, types), attributes and defaults are onnx's."""
+    for schema, spec in schemas_with_onnx(op):
+        allowed = onnx_allowed(op, schema.version)
+        for formal, mine in zip(spec.inputs, schema.inputs):  # (a fixed 'tensor(int64)' has no type parameter)
+            want = allowed.get(formal.type_str, {formal.type_str[len("tensor("):-1]})
+            assert {t.onnx_name for t in (mine.types or schema.types)} == want, (op, schema.version, formal.name)
+        assert [(i.name, i.optional) for i in schema.inputs] == \
+            [(i.name, i.option == onnx.defs.OpSchema.FormalParameterOption.Optional) for i in spec.inputs]
+        assert {a.name for a in schema.attrs} == set(spec.attributes), (op, schema.version)
+        for attr in schema.attrs:
+            assert attr.default == onnx_default(spec.attributes[attr.name]), (op, schema.version, attr.name)
+
+
 def assert_input_types_match_onnx(op: str, schema, spec) -> None:
     """The dsl schema's inputs have onnx's names and, each, the element types onnx allows."""
     allowed = onnx_allowed(op, schema.version)

@@ -1,5 +1,5 @@
-"""Tests for dsl/ops/indexing.py: GatherElements, GatherND, ScatterElements, ScatterND, OneHot, Compress,
-NonZero and TensorScatter at every version and element type, eager against element-by-element oracles
+"""Tests for dsl/ops/indexing.py: GatherElements, GatherND, ScatterElements, ScatterND and TensorScatter
+at every version and element type, eager against element-by-element oracles
 written here (the spec's pseudocode), the JIT against eager; bad inputs as DslErrors naming the op and
 the value."""
 from __future__ import annotations
@@ -7,48 +7,24 @@ from __future__ import annotations
 import operator
 
 import numpy as np
-import onnx.defs
 import pytest
 
 import dsl
 from dsl import dtypes
-from dsl.functional import (compress, gather_elements, gather_nd, nonzero, one_hot, scatter_elements, scatter_nd,
-                            tensor_scatter)
+from dsl.functional import gather_elements, gather_nd, scatter_elements, scatter_nd, tensor_scatter
 from dsl.ops import registry
 
-from dsl_test_helpers import (assert_same, assert_schema_in_force_matches_onnx, make_array, onnx_allowed,
-                              schemas_with_onnx, snapshot)
+from dsl_test_helpers import (assert_same, assert_schema_in_force_matches_onnx, assert_schemas_match_onnx, make_array,
+                              onnx_allowed, snapshot)
 
-OPS = ["GatherElements", "GatherND", "ScatterElements", "ScatterND", "OneHot", "Compress", "NonZero", "TensorScatter"]
+OPS = ["GatherElements", "GatherND", "ScatterElements", "ScatterND", "TensorScatter"]
 VERSIONS = {op: [s.version for s in registry.get(op).schemas] for op in OPS}
 
 
 # ---- schemas ----------------------------------------------------------------------------------------
-def _onnx_default(attr):
-    default = attr.default_value
-    if default.type == onnx.AttributeProto.INT:
-        return default.i
-    if default.type == onnx.AttributeProto.STRING:
-        return default.s.decode()
-    return None
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_versions_inputs_types_and_attributes_are_onnx_s(op):
-    for schema, spec in schemas_with_onnx(op):
-        allowed = onnx_allowed(op, schema.version)
-        for formal, mine in zip(spec.inputs, schema.inputs):  # (a fixed 'tensor(int64)' has no type parameter)
-            want = allowed.get(formal.type_str, {formal.type_str[len("tensor("):-1]})
-            assert {t.onnx_name for t in (mine.types or schema.types)} == want, (op, schema.version, formal.name)
-        assert [(i.name, i.optional) for i in schema.inputs] == \
-            [(i.name, i.option == onnx.defs.OpSchema.FormalParameterOption.Optional) for i in spec.inputs]
-        assert {a.name for a in schema.attrs} == set(spec.attributes), (op, schema.version)
-        for attr in schema.attrs:
-            assert attr.default == _onnx_default(spec.attributes[attr.name]), (op, schema.version, attr.name)
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_schema_in_force_at_every_opset_matches_onnx(op):
+@pytest.mark.parametrize("op", OPS + ["OneHot", "Compress", "NonZero"])  # (and dsl/ops/selection.py's)
+def test_every_schema_and_the_one_in_force_at_each_opset_are_onnx_s(op):
+    assert_schemas_match_onnx(op)
     for opset in range(1, registry.LATEST_OPSET + 1):
         assert_schema_in_force_matches_onnx(op, opset)
 
@@ -98,32 +74,6 @@ def scatter_nd_oracle(data, indices, updates, reduction="none"):
             where = tuple(_norm(v, data.shape[j]) for j, v in enumerate(indices[p]))
             out[where] = updates[p] if reduction == "none" else REDUCE[reduction](out[where], updates[p])
     return out
-
-
-def one_hot_oracle(indices, depth, values, axis, version):
-    axis = axis + indices.ndim + 1 if axis < 0 else axis
-    out = np.empty(indices.shape[:axis] + (depth,) + indices.shape[axis:], values.dtype)
-    for p in np.ndindex(out.shape):
-        raw = float(indices[p[:axis] + p[axis + 1:]])
-        index = int(raw) if np.isfinite(raw) else None  # (int() truncates toward zero, as the cast to int64)
-        if index is not None and index < 0 and version >= 11:
-            index += depth
-        out[p] = values[1] if index == p[axis] else values[0]
-    return out
-
-
-def compress_oracle(data, condition, axis):
-    if axis is None:
-        flat = data.reshape(-1)
-        return np.array([flat[i] for i, c in enumerate(condition) if c and i < flat.size], data.dtype).reshape(-1)
-    picks = [i for i, c in enumerate(condition) if c and i < data.shape[axis]]
-    return np.take(data, np.array(picks, np.int64), axis=axis)
-
-
-def nonzero_oracle(x):
-    x = x.reshape(1) if x.ndim == 0 else x
-    found = [p for p in np.ndindex(x.shape) if bool(x[p])]
-    return np.array(found, np.int64).reshape(len(found), x.ndim).T.copy()
 
 
 def small(dt, shape, seed=0):
@@ -356,142 +306,6 @@ def test_scatter_nd_slices_jit_and_errors():
         scatter_nd(data, np.array(0), updates)
     with pytest.raises(dsl.InputError, match=r"^ScatterND: reduction 'min' at version 16"):
         scatter_nd(data, indices, updates, reduction="min", opset=16)
-
-
-# ---- OneHot -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("version", VERSIONS["OneHot"])
-def test_one_hot_every_version_and_value_type(version):
-    indices = np.array([[0, 2, -1], [5, -4, 1]], np.int64)  # -1: in range from 11 only; 5, -4: out of range
-    for dt, allowed in _check_types("OneHot", version, "T3"):
-        values = make_array(dt, (2,), seed=7)
-        if not allowed:
-            with pytest.raises(dsl.DTypeError, match=rf"^OneHot: input 'values' has type {dt.onnx_name}"):
-                one_hot(indices, 3, values, opset=version)
-            continue
-        for axis in (-1, 0, 1, -3):
-            assert_same(one_hot(indices, 3, values, axis=axis, opset=version),
-                        one_hot_oracle(indices, 3, values, axis, version))
-
-
-@pytest.mark.parametrize("version", VERSIONS["OneHot"])
-def test_one_hot_index_and_depth_types(version):
-    values = np.array([0.5, 2.0], np.float32)
-    raw = np.array([0, 1, 3, 2.7, -1.5, -0.5, 200], np.float64)
-    for dt in dtypes.ALL:
-        allowed = dt.onnx_name in onnx_allowed("OneHot", version)["T1"]
-        if dt.kind not in ("int", "uint", "float") or dt.bits < 8:
-            assert not allowed, dt
-            continue
-        kept = raw[raw >= 0] if dt.kind == "uint" else raw
-        kept = np.trunc(kept) if dt.kind != "float" else kept
-        indices = kept.astype(dt.np_dtype)
-        if not allowed:
-            with pytest.raises(dsl.DTypeError, match=rf"^OneHot: input 'indices' has type {dt.onnx_name}"):
-                one_hot(indices, 4, values, opset=version)
-            continue
-        depth = np.array([4], dt.np_dtype) if dt.kind != "float" else np.array(4.9, dt.np_dtype)  # (truncated to 4)
-        assert_same(one_hot(indices, depth, values, opset=version), one_hot_oracle(indices, 4, values, -1, version))
-    special = np.array([np.nan, np.inf, -np.inf, 1e30, 1], np.float32)
-    assert_same(one_hot(special, 2, values, opset=version), one_hot_oracle(special, 2, values, -1, version))
-    huge = np.array([2 ** 64 - 1, 1], np.uint64)  # (must not wrap to -1)
-    assert_same(one_hot(huge, 3, values, opset=version), one_hot_oracle(huge.astype(np.float64), 3, values, -1, 11))
-
-
-def test_one_hot_jit_and_errors():
-    indices = np.array([[1, -1], [0, 7]], np.int32)
-    values = np.array([-1, 4], np.int16)
-    want = one_hot_oracle(indices, 5, values, 1, 11)
-    f = dsl.jit(lambda i, d: one_hot(i, d, values, axis=1))
-    assert_same(f(indices, np.array(5, np.int64)), want)
-    assert_same(dsl.jit(lambda i: one_hot(i, 5, values, axis=1))(indices), want)
-    computed = dsl.jit(lambda i, d: one_hot(i, dsl.add(d, 1), values, axis=1))  # depth unknown until run time
-    assert_same(computed(indices, np.array(4, np.int64)), want)
-    assert_same(one_hot(np.array(2), 3, values), np.array([-1, -1, 4], np.int16))  # scalar indices
-    with pytest.raises(dsl.ShapeError, match=r"^OneHot: values has shape \[3\]; expected a 1-D tensor of two"):
-        one_hot(indices, 5, np.zeros(3, np.float32))
-    with pytest.raises(dsl.ShapeError, match=r"^OneHot: depth has shape \[2\]; expected a scalar or a 1-D"):
-        one_hot(indices, np.array([2, 3]), values)
-    with pytest.raises(dsl.InputError, match=r"^OneHot: depth -2 is negative"):
-        one_hot(indices, -2, values)
-    with pytest.raises(dsl.InputError, match=r"^OneHot: depth nan is not finite"):
-        one_hot(indices, np.array(np.nan, np.float32), values)
-    with pytest.raises(dsl.ShapeError, match=r"^OneHot: axis 3 out of range \[-3, 2\] for output rank 3"):
-        one_hot(indices, 5, values, axis=3)
-    with pytest.raises(dsl.DTypeError, match=r"^OneHot: input 'depth' has type bool"):
-        one_hot(indices, np.array(True), values)
-
-
-# ---- Compress -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("version", VERSIONS["Compress"])
-def test_compress_every_version_and_type(version):
-    condition = np.array([True, False, True])
-    for dt, allowed in _check_types("Compress", version):
-        data = make_array(dt, (3, 4), seed=version)
-        if not allowed:
-            with pytest.raises(dsl.DTypeError, match=rf"^Compress: input 'input' has type {dt.onnx_name}"):
-                compress(data, condition, axis=0, opset=version)
-            continue
-        before = snapshot(data)
-        assert_same(compress(data, condition, axis=0, opset=version), compress_oracle(data, condition, 0))
-        assert_same(compress(data, condition, opset=version), compress_oracle(data, condition, None))
-        longer = np.array([False, True, True, True, False, False])  # past the end: False only
-        assert_same(compress(data, longer, axis=1, opset=version), compress_oracle(data, longer, 1))
-        if version >= 11:
-            assert_same(compress(data, condition, axis=-1, opset=version), compress_oracle(data, condition, 1))
-        else:
-            with pytest.raises(dsl.ShapeError, match=r"^Compress: axis -1 is negative; version 9"):
-                compress(data, condition, axis=-1, opset=version)
-        assert snapshot(data) == before
-
-
-def test_compress_jit_and_errors():
-    rng = np.random.default_rng(5)
-    data = rng.standard_normal((3, 5)).astype(np.float32)
-    condition = np.array([False, True, True, False, True])
-    f = dsl.jit(lambda x, c: compress(x * 2.0, c, axis=1))
-    assert_same(f(data, condition), compress_oracle(data * 2, condition, 1))
-    assert_same(f(data, ~condition), compress_oracle(data * 2, ~condition, 1))
-    assert_same(dsl.jit(lambda x: compress(x, np.array([True, False, True])))(data), data.reshape(-1)[[0, 2]])
-    with pytest.raises(dsl.InputError, match=r"^Compress.*condition is True at position 3, beyond axis 0's size 3"):
-        compress(data, np.array([False, False, False, True]), axis=0)
-    with pytest.raises(dsl.ShapeError, match=r"^Compress: condition has shape \[1, 3\]; expected a 1-D bool"):
-        compress(data, np.ones((1, 3), bool), axis=0)
-    with pytest.raises(dsl.ShapeError, match=r"^Compress: input is a scalar"):
-        compress(np.float32(1), np.array([True]))
-    with pytest.raises(dsl.ShapeError, match=r"^Compress: axis 2 out of range \[-2, 1\]"):
-        compress(data, condition, axis=2)
-    with pytest.raises(dsl.DTypeError, match=r"^Compress: input 'condition' has type int64"):
-        compress(data, np.array([1, 0]), axis=0)
-
-
-# ---- NonZero ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("version", VERSIONS["NonZero"])
-def test_nonzero_every_version_and_type(version):
-    for dt, allowed in _check_types("NonZero", version):
-        x = small(dt, (3, 4), seed=version) if dt.kind != "string" else \
-            np.array([["", "a", "", "b"]] * 3, dtype=object)
-        if not allowed:
-            with pytest.raises(dsl.DTypeError, match=rf"^NonZero: input 'X' has type {dt.onnx_name}"):
-                nonzero(x, opset=version)
-            continue
-        assert_same(nonzero(x, opset=version), nonzero_oracle(x))
-        assert_same(nonzero(x[:, :0], opset=version), np.zeros((2, 0), np.int64))
-    special = np.array([0.0, -0.0, np.nan, 1e-45, -np.inf], np.float32)
-    assert_same(nonzero(special), np.array([[2, 3, 4]], np.int64))
-    assert_same(nonzero(np.float32(3)), np.zeros((1, 1), np.int64))  # a scalar: one element of rank 1
-    assert_same(nonzero(np.float32(0)), np.zeros((1, 0), np.int64))
-
-
-def test_nonzero_jit_feeds_gather_nd():
-    x = np.array([[0, 1.5, 0], [2.5, 0, -1]], np.float32)
-    f = dsl.jit(lambda a: nonzero(a + 0.0))
-    assert_same(f(x), nonzero_oracle(x))
-    assert_same(f(np.zeros((2, 3), np.float32)), np.zeros((2, 0), np.int64))
-    g = dsl.jit(lambda a: gather_nd(a, dsl.transpose(nonzero(a))))  # a data-dependent shape between numpy steps
-    assert_same(g(x), np.array([1.5, 2.5, -1], np.float32))
-    mask = np.array([[0, 1, 0], [1, 0, 1]])  # a constant: NonZero folds at trace time, GatherND gets static indices
-    h = dsl.jit(lambda a: gather_nd(a, dsl.transpose(nonzero(mask))) * 2.0)
-    assert_same(h(x), np.array([3, 5, -2], np.float32))
 
 
 # ---- TensorScatter ------------------------------------------------------------------------------------
