@@ -28,7 +28,11 @@ from .tensor import Tensor, _span_of
 from .values import runtime_type
 from .view import BlockedView, View
 
-PARALLEL_THRESHOLD = 1 << 16  # elements; below this one thread beats the hand-off cost
+# elements; below this one thread beats the hand-off cost. A pool round trip of a no-op takes
+# about 60 us on the 2-core machine here, and a memory-bound kernel gains little from a second
+# core: y = x * 2 + 1, 2 threads / 1 thread, medians: 1M elements 242 / 146 us, 4M 1.39 / 1.43 ms,
+# 64M 11.4 / 13.2 ms; exp(x) * 2 at 4M 1.76 / 1.57 ms, at 64M 12.1 / 23.4 ms (at 64K: 109 / 14 us).
+PARALLEL_THRESHOLD = 1 << 22
 # (rows, cols), at most, of the tiles of an elementwise kernel with a transposed input; transpose(x) + y
 # on float32 [8192, 8192], interleaved medians of 21-31 in three runs: 512 x 64 took 41-43 ms where
 # 1024 x 64 took 45-52 (256 x 64: 39-47, 128 x 64 and 256 x 128 no better)

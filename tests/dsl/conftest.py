@@ -9,9 +9,20 @@ import threading
 
 import pytest
 
+from dsl import runtime
 from dsl.codegen import compile as codegen_compile
 
 pytest.register_assert_rewrite("dsl_test_helpers")  # full assertion messages from the shared helpers
+
+TEST_PARALLEL_THRESHOLD = 1 << 16  # (elements)
+
+
+@pytest.fixture(autouse=True)
+def threads_from_test_sizes(monkeypatch):
+    """Kernels of 64K+ elements run threaded in these tests, as they did by default before the
+    default rose to 4M (a pool hand-off costs about 60 us here): test-sized inputs still cover
+    thread spans, partial reductions and their combines. A test may set its own threshold."""
+    monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", TEST_PARALLEL_THRESHOLD)
 
 
 @pytest.fixture
