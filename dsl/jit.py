@@ -178,6 +178,24 @@ class JitFunction:
         self._refuse_recursion()
         return Program(self._trace([tracing.input_type(a, i) for i, a in enumerate(values)], names).graph)
 
+    def to_onnx(self, *args, **kwargs):
+        """Export the program traced for these arguments as ONNX.
+
+        Args:
+            args, kwargs: example arrays, Tensors or dsl.TensorType (symbolic dims allowed), as
+                for a call.
+
+        Returns:
+            An onnx.ModelProto importing this function's opset; onnx.checker accepts it.
+
+        Raises:
+            DslError: as ``lower``; UnsupportedError without the optional onnx package.
+
+        Example:
+            >>> model = dsl.jit(lambda x: x[:, ::-1], opset=18).to_onnx(dsl.TensorType(dsl.float32, ("n", 4)))
+        """
+        return self.lower(*args, **kwargs).to_onnx()
+
     def explain(self, *args, **kwargs) -> str:
         """Fusion groups, views and generated kernel sources for these arguments."""
         return self.executable(*args, **kwargs).explain()

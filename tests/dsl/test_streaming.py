@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import dsl
 from dsl import runtime
 from dsl.buffers import ALIGN, POOL, BufferPool, aligned_empty
-from test_jit import FUZZ_EXAMPLES, draw_program, program_source
+from test_jit import FUZZ_EXAMPLES, draw_program, fuzz_function, program_source
 
 RNG = np.random.default_rng(11)
 X86 = platform.machine().lower() in ("x86_64", "amd64")
@@ -161,7 +161,7 @@ def test_large_buffers_are_cache_line_aligned(dtype, count):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_random_programs_with_every_output_streamed_give_the_plain_bits(data):
-    """The fuzz programs of test_jit.py (views, broadcasting, casts, packed inputs, reductions)
+    """The fuzz programs of test_jit.py (views, broadcasting, casts, reductions, data movement)
     with every output pooled and streamed: no unaligned streaming store (it would fault), the
     same bits as plain stores."""
     x, operands, steps, layout = draw_program(data)
@@ -169,13 +169,12 @@ def test_random_programs_with_every_output_streamed_give_the_plain_bits(data):
     note(source)
     results = []
     for threshold, pooled in ((float("inf"), BufferPool.MIN_BYTES), (0, 0)):
-        namespace = {"dsl": dsl}
-        exec(source.split("\n# x:")[0], namespace)  # noqa: S102 - the printed program is what runs
+        program = fuzz_function(source)  # (a fresh jit function: nothing cached from the other run)
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runtime, "STREAM_BYTES", threshold)
             patch.setattr(BufferPool, "MIN_BYTES", pooled)
             with np.errstate(all="ignore"):
-                results.append(namespace["program"](x, *operands))
+                results.append(program(x, *operands))
     plain, streamed = results
     assert plain.dtype == streamed.dtype and plain.shape == streamed.shape
     assert np.ascontiguousarray(plain).tobytes() == np.ascontiguousarray(streamed).tobytes()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import dsl
 import dsl.dask
-from test_jit import FUZZ_EXAMPLES, draw_program, program_source
+from test_jit import FUZZ_EXAMPLES, draw_program, fuzz_function, program_source
 
 
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None, derandomize=FUZZ_EXAMPLES == 40, database=None,
@@ -26,9 +26,7 @@ def test_random_programs_blockwise_equal_the_jit(data):
     operand_chunks = [tuple(data.draw(st.integers(1, max(size, 1))) for size in np.shape(a)) for a in operands]
     source = program_source(x, operands, steps, layout)
     note(source + f"\n# chunks {chunks}, operand chunks {operand_chunks}")
-    namespace = {"dsl": dsl}
-    exec(source.split("\n# x:")[0], namespace)  # noqa: S102 - the printed program is what runs
-    program = namespace["program"]
+    program = fuzz_function(source)
     with np.errstate(all="ignore"):
         want = program(x, *operands)
         with warnings.catch_warnings():
