@@ -46,12 +46,16 @@ class LRU(MutableMapping):
         _CACHES[kind].add(self)
 
     def get(self, key, default=None):
-        with self._lock:
-            found = self._items.get(key, _MISSING)
-            if found is _MISSING:
-                return default
+        # No lock: each OrderedDict call is atomic, and an entry another thread drops between
+        # the two is still returned (this call's use of it is the last)
+        found = self._items.get(key, _MISSING)
+        if found is _MISSING:
+            return default
+        try:
             self._items.move_to_end(key)
-            return found
+        except KeyError:
+            pass
+        return found
 
     def __getitem__(self, key):
         found = self.get(key, _MISSING)

@@ -229,6 +229,35 @@ def _inner_kind(stride: int) -> int:
     return INNER_BROADCAST if stride == 0 else INNER_UNIT if stride == 1 else INNER_STRIDED
 
 
+class Leaves:
+    """A group's inputs as its kernels read them each call: the values, the layout key that
+    launch plans are cached by (an ndarray's shape and strides, a Tensor's view) and the raw
+    flat buffers (fast path: a C-contiguous ndarray)."""
+
+    def __init__(self, leaves: list):
+        self.leaves = leaves
+        self.names = [leaf.value.name for leaf in leaves]
+        self.raws = [np.dtype(kir_types.storage(leaf.dtype)) for leaf in leaves]
+
+    def values(self, env: dict) -> list:
+        return [env[name] for name in self.names]
+
+    @staticmethod
+    def key(objs: list) -> tuple:
+        return tuple((True, o.view.shape, o.view.strides, o.view.offset) if type(o) is Tensor
+                     else (o.shape, o.strides) for o in objs)
+
+    def buffers(self, objs: list) -> list:
+        found = []
+        for obj, raw, leaf in zip(objs, self.raws, self.leaves):
+            if type(obj) is np.ndarray and obj.flags.c_contiguous:
+                flat = obj.reshape(-1)
+                found.append(flat if flat.dtype == raw else flat.view(raw))
+            else:
+                found.append(_storage(obj, leaf.dtype)[0])
+        return found
+
+
 class KernelRunner:
     """Runs one KernelStep; caches launch plans by leaf layout."""
 
@@ -245,8 +274,7 @@ class KernelRunner:
             self.outputs = [(node.outputs[0].name, node.outputs[0].type.dtype, tuple(node.outputs[0].type.shape))
                             for node, _, _ in self.row]
         # per-call constants, computed once
-        self.leaf_names = [leaf.value.name for leaf in self.group.leaves]
-        self.raws = [np.dtype(kir_types.storage(leaf.dtype)) for leaf in self.group.leaves]
+        self.leaves = Leaves(self.group.leaves)
         self.out_specs = [(name, dt.np_dtype, out_shape, prod(out_shape), np.dtype(kir_types.storage(dt)))
                           for name, dt, out_shape in self.outputs]
         self.softmax = self.row is not None and self.row[0][2] in ("softmax", "logsoftmax")
@@ -343,14 +371,6 @@ class KernelRunner:
         extras = ([self.bounds] if self.guards else []) + ([np.array(gathers, np.int64)] if self.gathered else [])
         return cacheable, (kernel, streamed), np.array(shape, np.int64), (params, extras), storages
 
-    def _buffer(self, obj, index: int):
-        """The raw flat buffer of a leaf (fast path: a C-contiguous numpy array)."""
-        if type(obj) is np.ndarray and obj.flags.c_contiguous:
-            flat = obj.reshape(-1)
-            raw = self.raws[index]
-            return flat if flat.dtype == raw else flat.view(raw)
-        return _storage(obj, self.group.leaves[index].dtype)[0]
-
     def run(self, env: dict) -> None:
         if self.size == 0:
             for name, dt, out_shape in self.outputs:
@@ -359,9 +379,8 @@ class KernelRunner:
         for check in self.checks:  # (before any kernel reads through the indices)
             indices = env[check.indices]
             check.check(check.call, indices.numpy() if isinstance(indices, Tensor) else indices)
-        objs = [env[name] for name in self.leaf_names]
-        key = tuple((True, o.view.shape, o.view.strides, o.view.offset) if type(o) is Tensor
-                    else (o.shape, o.strides) for o in objs)
+        objs = self.leaves.values(env)
+        key = self.leaves.key(objs)
         plan = self.plans.get(key)
         if plan is None:
             cacheable, (kernel, streamed), shape, (params, extras), storages = self._plan(objs)
@@ -370,7 +389,7 @@ class KernelRunner:
                 self.plans[key] = ((kernel, streamed), shape, (params, extras))
         else:
             (kernel, streamed), shape, (params, extras) = plan
-            buffers = [self._buffer(o, i) for i, o in enumerate(objs)]
+            buffers = self.leaves.buffers(objs)
         args = []
         for buffer, (offset, strides) in zip(buffers, params):
             args += (buffer, offset, strides)

@@ -15,6 +15,7 @@ from . import runtime
 from .buffers import POOL
 from .codegen.compile import compile_kernel
 from .codegen.loops import kernel_source
+from .kir import loops
 from .kir import types as kir_types
 from .kir.reduce_schedule import ReduceLayout, accumulator_type, combine_kernel, reduction_kernel, staged_kernel
 from .lru import LRU
@@ -55,11 +56,20 @@ class ReduceRunner:
         self.group, self.row, self.math = step.group, step.row, math
         node, call, kind = step.row[0]
         self.kind, self.plan = kind, call.plan
+        self.last = bool(call.attrs.get("select_last_index", 0))  # (ArgMax / ArgMin)
         self.in_shape = tuple(self.plan.in_shape)
         self.reduced = tuple(k in self.plan.axes for k in range(len(self.in_shape)))
         out = node.outputs[0]
         self.outputs = [(out.name, out.type.dtype, tuple(out.type.shape))]
+        self._per_call()
+
+    def _per_call(self) -> None:
+        """What each run needs, computed once: the leaves' reader, the outputs' sizes and types."""
         self.plans = LRU("signatures")
+        self.leaves = runtime.Leaves(self.group.leaves)
+        raws = [np.dtype(kir_types.storage(dt)) for _, dt, _ in self.outputs]
+        self.out_specs = [(prod(out_shape), raw) for (_, _, out_shape), raw in zip(self.outputs, raws)]
+        self.out_views = [(name, dt.np_dtype, out_shape, raw) for (name, dt, out_shape), raw in zip(self.outputs, raws)]
 
     def _layout(self, objs: list) -> tuple:
         storages, views, cacheable = [], [], True
@@ -76,12 +86,14 @@ class ReduceRunner:
         inputs = [(leaf.dtype, p) for leaf, p in zip(self.group.leaves, packed)]
         inner = [st[-1] if st[-1] in (0, 1) else None for st in strides]
         return reduction_kernel(self.group.outputs[0], inputs, classes, blocks, self.kind, self.outputs[0][1],
-                                self.math, inner, partial)
+                                self.math, inner, partial, self.last)
 
     def _kernel(self, classes: tuple, packed: list, blocks: list, strides: list, shape: tuple,
                 partial: bool = False) -> tuple:
-        """(the compiled kernel, its parameter names in argument order)."""
+        """(the compiled kernel, its parameter names in argument order). The parameters are
+        passed as one int64 vector (numba's dispatch costs about 0.3 us per scalar argument)."""
         ir = self._ir(classes, packed, blocks, strides, shape, partial)
+        ir.arguments = [loops.ParamVector("params", tuple(ir.params)), *[b for b in ir.buffers if b.role != "temp"]]
         return compile_kernel(kernel_source(ir, self.math)), ir.params
 
     def _partial(self, shape: tuple, classes: tuple) -> int:
@@ -127,45 +139,51 @@ class ReduceRunner:
             values[f"os{k}"] = 0 if (classes[k] and not full) else prod(written[k + 1:])
         return values
 
+    def _plan(self, storages: list, views: list) -> tuple:
+        """(kernel, order, layout, split extent, params, combine) for these leaf views."""
+        shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
+        parts = self._partial(shape, classes)
+        kernel, order = self._kernel(classes, [p for _, p in storages], blocks, strides, shape, bool(parts))
+        layout = ReduceLayout(classes, bool(parts))
+        params = self._params(shape, strides, views, classes)
+        extent = shape[layout.split] if layout.split is not None else 1
+        kept = prod(d for d, r in zip(shape, layout.reduced) if not r)
+        return kernel, order, layout, extent, params, kept, self._combine() if parts else None, {}
+
     def run(self, env: dict) -> None:
-        objs = [env[leaf.value.name] for leaf in self.group.leaves]
-        storages, views, cacheable = self._layout(objs)
-        key = tuple((v.shape, v.strides, v.offset, getattr(v, "blocks", None), p) for v, (_, p) in zip(views, storages))
+        objs = self.leaves.values(env)
+        key = self.leaves.key(objs)
         plan = self.plans.get(key)
         if plan is None:
-            shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
-            parts = self._partial(shape, classes)
-            kernel, order = self._kernel(classes, [p for _, p in storages], blocks, strides, shape, bool(parts))
-            layout = ReduceLayout(classes, bool(parts))
-            params = self._params(shape, strides, views, classes)
-            plan = (kernel, order, layout, shape, params, self._combine() if parts else None)
+            storages, views, cacheable = self._layout(objs)
+            plan = self._plan(storages, views)
             if cacheable:
                 self.plans[key] = plan
-        kernel, order, layout, shape, params, combine = plan
-        raws = [np.dtype(kir_types.storage(dt)) for _, dt, _ in self.outputs]
-        outs = [POOL.empty(prod(out_shape), raw) for (_, _, out_shape), raw in zip(self.outputs, raws)]
-        buffers = [buffer for buffer, _ in storages]
-        extent = shape[layout.split] if layout.split is not None else 1
-        spans = self._spans(extent, layout)
-        kept = prod(d for d, r in zip(shape, layout.reduced) if not r)
-        partials = np.empty((len(spans), kept), combine[1]) if combine else None
-
-        def launch(index, lo, hi):
-            values = {**params, "start": lo, "stop": hi}
+            buffers = [buffer for buffer, _ in storages]
+        else:
+            buffers = self.leaves.buffers(objs)
+        kernel, order, layout, extent, params, kept, combine, launches = plan
+        spans = tuple(self._spans(extent, layout))
+        arguments = launches.get(spans)
+        if arguments is None:  # per span, the kernel's parameters as it takes them, computed once
             # (negative strides wrap modulo 2**64: index sums of a valid view stay exact)
-            kernel(*[np.uint64(values[p] % 2 ** 64) for p in order], *buffers,
-                   *([partials[index]] if combine else outs))
-
-        futures = [runtime._pool().submit(launch, index, lo, hi) for index, (lo, hi) in enumerate(spans[:-1])]
+            arguments = launches[spans] = [
+                [np.array([{**params, "start": lo, "stop": hi}[p] % 2 ** 64 for p in order], np.uint64).view(np.int64)]
+                for lo, hi in spans]
+        outs = [POOL.empty(size, raw) for size, raw in self.out_specs]
+        partials = np.empty((len(spans), kept), combine[1]) if combine else None
+        targets = [[partials[index]] if combine else outs for index in range(len(spans))]
+        futures = [runtime._pool().submit(kernel, *args, *buffers, *target)
+                   for args, target in zip(arguments[:-1], targets[:-1])]
         try:
-            launch(len(spans) - 1, *spans[-1])
+            kernel(*arguments[-1], *buffers, *targets[-1])
         finally:
             for future in futures:
                 future.result()
         if combine:
             combine[0](np.uint64(kept), np.uint64(len(spans)), np.uint64(params["count"]), partials.reshape(-1), outs[0])
-        for (name, dt, out_shape), out, raw in zip(self.outputs, outs, raws):
-            env[name] = (out if dt.np_dtype == raw else out.view(dt.np_dtype)).reshape(out_shape)
+        for (name, np_dtype, out_shape, raw), out in zip(self.out_views, outs):
+            env[name] = (out if np_dtype == raw else out.view(np_dtype)).reshape(out_shape)
 
     def _spans(self, extent: int, layout: ReduceLayout) -> list:
         size = prod(self.in_shape)
@@ -190,7 +208,7 @@ class StagedRunner(ReduceRunner):
         axes = self.group.stages[0].axes
         self.reduced = tuple(k in axes for k in range(len(self.in_shape)))
         self.outputs = [(v.name, v.type.dtype, tuple(v.type.shape)) for v in self.group.sinks]
-        self.plans = LRU("signatures")
+        self._per_call()
 
     def _ir(self, classes: tuple, packed: list, blocks: list, strides: list, shape: tuple = None,
             partial: bool = False):

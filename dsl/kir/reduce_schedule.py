@@ -11,6 +11,10 @@ order, so the innermost loop is the contiguous one. Accumulators live where that
   over axis 0 of a row-major matrix reads it once, row after row);
 - a run of reduced dims at the end accumulates in a scalar (an ordinary row reduction).
 
+ArgMax / ArgMin (one reduced dim) take two passes: the extreme (NaN propagates), then the first
+(or, with select_last_index, the last) reduced index whose value equals it, or is NaN when it
+is: numpy's argmax. Both passes are min / max reductions, so they vectorize.
+
 Softmax takes three passes over the reduced dims (max, sum of exp(v - max), the outputs), the
 producer recomputed in each; with math="fast" a float32 input computes in float32 with a
 float64 sum (as the last-axis row kernel does). Sums accumulate in float64 (int64 for
@@ -29,7 +33,8 @@ from . import expr as kir
 from . import loops as L
 from . import types
 
-KINDS = ("sum", "mean", "max", "min", "softmax")
+KINDS = ("sum", "mean", "max", "min", "softmax", "argmax", "argmin")
+ARG_KINDS = ("argmax", "argmin")
 
 
 class ReduceLayout:
@@ -232,16 +237,17 @@ def accumulator_type(kind: str, value_dtype: str) -> str:
 
 def reduction_kernel(expression: kir.Expr, inputs: list, reduced: tuple, blocks: list, kind: str,
                      out_dtype: DType, math: str = "fast", inner: list | None = None,
-                     partial: bool = False) -> L.Kernel:
+                     partial: bool = False, last: bool = False) -> L.Kernel:
     """The kernel of ``kind`` over the ``reduced`` coalesced dims of ``expression`` (a value of the
     group's IR whose Leaf i reads ``inputs[i]`` = (element type, packed), with per-dim block
     divisors ``blocks[i]`` and innermost stride ``inner[i]`` when it is 0 or 1). With
     ``partial`` (ReduceLayout.partial: a reduction with no outer dim) the kernel reduces the
     range [start, stop) of dim 0 and writes its accumulator, unfinalized, to out0 (of the
-    accumulator type, in the accumulator's C order): combine_kernel finishes."""
+    accumulator type, in the accumulator's C order): combine_kernel finishes. ``last``: an
+    argmax / argmin finds the last extreme, not the first."""
     assert kind in KINDS and any(reduced)
     rank = len(reduced)
-    layout = ReduceLayout(reduced, partial and kind != "softmax")
+    layout = ReduceLayout(reduced, partial and kind in ("sum", "mean", "max", "min"))
     buffers = [L.Buffer(f"b{i}", elem, "in", packed) for i, (elem, packed) in enumerate(inputs)]
     value = _value(expression, buffers, rank, blocks, inner or [None] * len(inputs))
     acc_type = accumulator_type(kind, value.dtype)
@@ -249,6 +255,8 @@ def reduction_kernel(expression: kir.Expr, inputs: list, reduced: tuple, blocks:
     strides, acc_size = _acc_strides(layout)
     if kind == "softmax":
         body = _softmax_body(value, layout, rank, out, out_dtype, math, acc_size)
+    elif kind in ARG_KINDS:
+        body = _arg_body(value, layout, rank, out, kind, last, acc_size)
     else:
         acc = L.Buffer("acc_", _elem(acc_type), "temp")
         if layout.partial:
@@ -346,6 +354,74 @@ def _softmax_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, out_dty
                    [L.Store(out, _out_index(range(rank)), kir.cast(kir.convert(result, value.dtype), out_dtype))])
     per_outer = [*_reduce_pass("max", v, peak, layout, rank, domain), *sum_pass, *output]
     return [L.Alloc(peak, acc_size), L.Alloc(total, acc_size), *_nest(list(range(layout.first)), layout, per_outer)]
+
+
+ARG_BLOCK = 4096  # elements per block of a row argmax: its rescan reads 16 KiB of float32 (from L1 / L2) again;
+# 1024 cost 25% more than one flat pass over [8, 128256] float32, 4096 10%
+
+
+def _arg_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, kind: str, last: bool, acc_size) -> list:
+    """ArgMax / ArgMin over the one reduced dim r. A trailing r (a row): one pass of block
+    extremes, then a rescan of the winning block (_arg_row); else the extreme pass, then the
+    position pass: min (max for ``last``) over r of r where the value is the extreme, n (-1)
+    elsewhere. Float values compare as v + 0.0 (-0 becomes +0: numpy's argmax treats the two
+    as equal); a NaN extreme is found as the first (last) NaN."""
+    (r,) = [k for k in range(rank) if layout.reduced[k]]
+    extreme_kind = "max" if kind == "argmax" else "min"
+    if types.is_float(value.dtype):
+        value = kir.binary("add", value, kir.const(0.0, value.dtype))
+    where = _out_index([k for k in range(rank) if not layout.reduced[k]])
+    if r == rank - 1:
+        per_outer = _arg_row(value, r, extreme_kind, last, where, out)
+        return _nest(list(range(layout.first)), layout, per_outer)
+    peak, found = L.Buffer("aext_", _elem(value.dtype), "temp"), L.Buffer("apos_", _elem("int64"), "temp")
+    index = _acc_index(layout)
+    extreme = _reduce_pass(extreme_kind, value, peak, layout, rank, value.dtype, "rext_")
+    first = _reduce_pass("max" if last else "min", _candidate(value, L.load(peak, index), r, last), found, layout,
+                         rank, "int64", "rpos_")
+    stores = _nest(layout.acc_dims, layout, [L.Store(out, where, L.load(found, index))])
+    return [L.Alloc(peak, acc_size), L.Alloc(found, acc_size),
+            *_nest(list(range(layout.first)), layout, [*extreme, *first, *stores])]
+
+
+def _is_nan(x: kir.Expr) -> kir.Expr:
+    return kir.compare("ne", x, x)
+
+
+def _candidate(value: kir.Expr, top: kir.Expr, r: int, last: bool) -> kir.Expr:
+    """int64: r's index where ``value`` is the extreme ``top`` (or both are NaN), else n (-1)."""
+    hit = kir.compare("eq", value, top)
+    if types.is_float(value.dtype):
+        hit = kir.binary("or", hit, kir.binary("and", _is_nan(top), _is_nan(value)))
+    miss = kir.const(-1, "int64") if last else kir.convert(L.index_var(f"n{r}"), "int64")
+    return kir.select(hit, kir.convert(L.index_var(f"i{r}"), "int64"), miss)
+
+
+def _arg_row(value, r: int, extreme_kind: str, last: bool, where: kir.Expr, out: L.Buffer) -> list:
+    """One row: per block of ARG_BLOCK, its extreme (a vectorized reduction); the first block
+    (last, for ``last``) holding the row's extreme is remembered; then that block alone is
+    rescanned for the position. One pass over the row, where two passes read it twice."""
+    dtype = value.dtype
+    n, block = L.index_var(f"n{r}"), L.index(ARG_BLOCK)
+    best, winner, extreme = kir.var("abest_", dtype), kir.var("ablock_", L.INDEX), kir.var("rext_", dtype)
+    beats = kir.compare(("ge" if last else "gt") if extreme_kind == "max" else ("le" if last else "lt"), extreme, best)
+    if types.is_float(dtype):  # a NaN block wins once (the first), or always (the last)
+        nan_wins = _is_nan(extreme) if last else kir.binary("and", _is_nan(extreme), kir.compare("eq", best, best))
+        beats = kir.binary("or", beats, nan_wins)  # (after the first NaN nothing beats it: NaN compares false)
+    low = L.mul(L.index_var("ab_"), block)
+
+    def span(start):
+        return start, kir.binary("min", L.add(start, block), n)
+    blocks = kir.binary("floordiv", L.add(n, L.index(ARG_BLOCK - 1)), block)
+    scan = L.For("ab_", L.index(0), blocks, [
+        L.Assign("rext_", _init(extreme_kind, dtype)),
+        L.For(f"i{r}", *span(low), [L.Accum("rext_", extreme_kind, value)]),
+        L.If(beats, [L.Assign("abest_", extreme), L.Assign("ablock_", L.index_var("ab_"))])])
+    position = L.For(f"i{r}", *span(L.mul(winner, block)),
+                     [L.Accum("rpos_", "max" if last else "min", _candidate(value, best, r, last))])
+    return [L.Assign("abest_", _init(extreme_kind, dtype)), L.Assign("ablock_", L.index(0)), scan,
+            L.Assign("rpos_", kir.const(-1, "int64") if last else kir.convert(n, "int64")), position,
+            L.Store(out, where, kir.var("rpos_", "int64"))]
 
 
 def _elem(scalar: str) -> DType:

@@ -1,6 +1,7 @@
 """The reductions ONNX defines by function bodies, and the rest of the reduction family:
 ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceSumSquare (composites, dsl/ops/expansion.py:
-fused in the JIT as their primitive ops), ReduceProd, ArgMax and ArgMin (numpy references).
+fused in the JIT as their primitive ops), ReduceProd (numpy reference), ArgMax and ArgMin (fused:
+the any-axis schedule's two-pass argmax, dsl/kir/reduce_schedule.py).
 
 Bodies, as the spec's (opset 18) function bodies spell them:
 - ReduceSumSquare = ReduceSum(Mul(x, x)); ReduceL1 = ReduceSum(Abs(x));
@@ -24,7 +25,8 @@ from ..ir import TensorType
 from . import chunks
 from .expansion import expanded_reference, reduce
 from .math import BF16, F, SIGNED, UNSIGNED, domain_array, finish
-from .reduce import ReducePlan, _reduce_rule, _reduce_schema
+from .lowering import Row
+from .reduce import ReducePlan, _reduce_rule, _reduce_schema, reduced_axes
 from .registry import Attr, Call, Input, OpDef, Schema, register
 from .shape import normalize_axes
 
@@ -141,5 +143,6 @@ def _arg_schema(version: int, names: tuple) -> Schema:
 for _name, _find in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
     register(OpDef(_name, tuple(_arg_schema(v, names) for v, names in _ARG_VERSIONS.items()), _arg_rule,
                    reference=_arg_reference(_find), chunk=CHUNK,
+                   kernel=Row(_name.lower(), fusable=lambda call: False, axes=reduced_axes),
                    doc=f"int64 indices of the {'largest' if _name == 'ArgMax' else 'smallest'} element along `axis` "
                        "(the first, or the last with select_last_index; NaN counts as the extreme)."))

@@ -219,3 +219,34 @@ def test_gather_nd_against_plain_numpy_indexing():
         return dsl.gather_nd(x, i) + 0.0
     n = np.where(indices < 0, indices + np.array([4, 5]), indices)
     np.testing.assert_array_equal(f(data, indices), data[n[..., 0], n[..., 1]])
+
+
+# ---- bits kept ------------------------------------------------------------------------------------
+NAN_BITS = {"float16": [0xFCC9, 0x7C01, 0x7E00, 0x8000, 0x3C00, 0x0001],
+            "bfloat16": [0x7F81, 0xFFA3, 0x7FC0, 0x8000, 0x3F80, 0x0001]}
+
+
+@pytest.mark.parametrize("name", list(NAN_BITS))
+def test_moving_kernels_copy_bits_signaling_nans_and_payloads_kept(name):
+    """A kernel that only moves float16 / bfloat16 elements (Gather, Concat, both at once) copies
+    their bits, as the ops do (dsl/codegen/loops.py _moved): a decode to float32 and back would
+    quiet a signaling NaN (float16) or drop a payload (bfloat16)."""
+    dt = dsl.dtype(name)
+    x = np.array(NAN_BITS[name], np.uint16).view(dt.np_dtype).reshape(2, 3)
+    y = x[::-1].copy()
+    index = np.array([1, 0, 1], np.int64)
+
+    @dsl.jit
+    def f(a, b):
+        return (dsl.gather(a, index, axis=0), dsl.concat([a, b], axis=1), dsl.concat([a, b], axis=0),
+                dsl.gather(dsl.concat([a, b], axis=1), index, axis=1))
+    got = f(x, y)
+    both = np.concatenate([x, y], 1)
+    want = (x[index], both, np.concatenate([x, y], 0), both[:, index])
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.view(np.uint16), w.view(np.uint16))
+    assert numpy_steps(f, x, y) == []
+    # arithmetic still computes in float32 (its NaN results come out quiet)
+    h = dsl.jit(lambda a: dsl.gather(a, index, axis=0) * 1.0)
+    quiet = 0x0200 if name == "float16" else 0x0040
+    assert np.isnan(h(x)[1]).all() and (h(x)[1].view(np.uint16) & quiet).all()

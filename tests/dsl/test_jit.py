@@ -547,8 +547,8 @@ COMPARISONS = {"y > {b}": np.greater, "dsl.less(y, {b})": np.less, "y >= {b}": n
                "dsl.equal(y, {b})": np.equal}
 
 # Where the ops the fuzz draws run (README, "JIT lowering"); fusing one moves its name between these sets.
-NUMPY_OPS = {"Split", "Tile", "Pad", "Trilu", "CumSum", "ArgMax", "ArgMin"}  # always their numpy reference
-REDUCE_OPS = {"ReduceSum", "ReduceMax", "ReduceMin"}  # a row or any-axis kernel with their producers
+NUMPY_OPS = {"Pad", "Trilu", "CumSum"}  # always their numpy reference
+REDUCE_OPS = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax", "ArgMin"}  # a row or any-axis kernel with their producers
 # fused with producers and elementwise consumers, computed on their own (numpy, or a Gather by a
 # kernel of its own) when a later op of their kernel is one of these (Concat: "reached through a
 # view, inside a reduction's kernel, inside another Concat's part"; Gather: not inside a
@@ -829,12 +829,14 @@ def draw_split(f: Draws, shape) -> tuple[Step, tuple] | None:
     pick = f(st.integers(-len(sizes), len(sizes) - 1))
     text = f"dsl.split(y, {args}" + ("" if axis == 0 and f(st.booleans()) else f", axis={axis}") + f")[{pick}]"
     bounds = list(np.cumsum(sizes)[:-1])
-    return made(Step(text, lambda y: np.split(y, bounds, axis)[pick], ("Split",)), shape)
+    return made(Step(text, lambda y: np.split(y, bounds, axis)[pick], VIEW), shape)  # (a Slice)
 
 
 def draw_tile(f: Draws, shape) -> tuple[Step, tuple]:
+    """dsl.tile: fused as a Gather per repeated axis (none: a view)."""
     repeats = [f(st.sampled_from([1, 1, 2, 2, 3, 0])) for _ in shape]
-    return made(Step(f"dsl.tile(y, {repeats})", lambda y: np.tile(y, repeats), ("Tile",)), shape)
+    kinds = ("Gather",) * sum(r != 1 for r in repeats) or VIEW
+    return made(Step(f"dsl.tile(y, {repeats})", lambda y: np.tile(y, repeats), kinds), shape)
 
 
 def pad_oracle(y, widths, mode, value):
