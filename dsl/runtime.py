@@ -353,9 +353,12 @@ class KernelRunner:
         for leaf, obj in zip(self.group.leaves, objs):
             buffer, view, packed = _storage(obj, leaf.dtype)
             if leaf.gathers:  # a gather's data: its strides along the gathered axes, as it is read
-                if type(view) is not View:
+                if type(view) is not View or not _walk(buffer, view, packed, leaf.dtype, leaf.path)[3]:
+                    # (its path must stay a view, which it does from a contiguous copy: GroupBuilder)
                     buffer, view, packed = _materialize(buffer, view, packed, leaf.dtype)
                 gathers += [v for _, axis in leaf.gathers for v in (view.strides[axis], view.shape[axis])]
+                if not _walk(buffer, view, packed, leaf.dtype, leaf.path)[3]:
+                    raise AssertionError(f"gathered {leaf.value.name}: its path copies")  # (never a wild read)
             buffer, view, packed, stayed = _walk(buffer, view, packed, leaf.dtype, leaf.path)
             cacheable &= stayed
             storages.append((buffer, packed))

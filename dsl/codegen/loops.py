@@ -9,7 +9,6 @@ other expressions render through fused.Lines, loads through scalar.load.
 """
 from __future__ import annotations
 
-from ..dtypes import dtype as dtype_of
 from ..kir import expr as kir
 from ..kir import loops
 from ..kir import types
@@ -40,6 +39,8 @@ class _LoopLines(Lines):
             index = self.names[id(node.index)]
             if node.part is not None:
                 text = scalar.load_part(elem, f"np.int32({node.buffer.name}[{index}])", node.part)
+            elif node.raw:
+                text = f"{node.buffer.name}[{index}]"
             else:
                 text = scalar.load(elem, node.buffer.packed, node.buffer.name, index, f"_T_{elem.onnx_name}")
             if node.valid is not None:
@@ -75,29 +76,6 @@ class _LoopLines(Lines):
         if isinstance(node, kir.Binary) and node.op in ("floordiv", "mod"):
             return f"({args[0]} {'//' if node.op == 'floordiv' else '%'} {args[1]})"
         return super()._text(node, args)
-
-
-def _moved(value, elem):
-    """For a store of element type ``elem`` whose loads decode (float16, bfloat16, the 8-bit
-    floats): when the stored value only moves loaded elements (loads of ``elem``, guarded or
-    not, selected between: Gather, Concat, Tile), the same expression over the raw bits, else
-    None. The round trip through float32 would quiet a signaling NaN or drop a payload."""
-    if not (elem.onnx_name in ("float16", "bfloat16") or elem.onnx_name in scalar.TABLE_FLOATS):
-        return None
-    raw = dtype_of(types.storage(elem))
-
-    def bits(node):
-        while isinstance(node, kir.Cast) and node.to == elem:
-            node = node.x
-        if isinstance(node, loops.Load) and node.part is None and not node.buffer.packed and \
-                node.buffer.elem == elem:
-            default = None if node.valid is None else kir.const(0, types.storage(elem))
-            return loops.load(loops.Buffer(node.buffer.name, raw, node.buffer.role), node.index, node.valid, default)
-        if isinstance(node, kir.Select):
-            a, b = bits(node.a), bits(node.b)
-            return None if a is None or b is None else kir.select(node.cond, a, b)
-        return None
-    return bits(value)
 
 
 def _is(node, *ops) -> bool:
@@ -148,11 +126,9 @@ class _Renderer:
                 elem = statement.buffer.elem
                 if elem.onnx_name in scalar.TABLE_FLOATS:  # (stores re-encode exact values: fused._encode_stores)
                     self.helpers.add(("encode", elem.onnx_name, 0, "up"))
-                moved = _moved(statement.value, elem)
-                if moved is not None:  # a copy: the elements' bits (a NaN's payload survives)
-                    value = self.expr(moved, out, pad)
-                else:
-                    value = scalar.store(elem, self.expr(statement.value, out, pad))
+                value = self.expr(statement.value, out, pad)
+                if not statement.raw:  # (raw: the storage bits already, dsl/kir/moves.py)
+                    value = scalar.store(elem, value)
                 out.append(_store(pad, statement.buffer.name, index, value, statement.stream))
             elif isinstance(statement, loops.Move):
                 src = f"{statement.src.name}[{self.expr(statement.src_index, out, pad)}]"

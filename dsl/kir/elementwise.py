@@ -35,6 +35,7 @@ from . import expr as kir
 from . import types as kir_types
 from . import loops as L
 from .hoist import hoist
+from .moves import raw_moves
 
 BROADCAST, UNIT, STRIDED = 0, 1, 2
 STAGE = 512  # elements computed into an L1 buffer before they are streamed out
@@ -328,7 +329,7 @@ class _Schedule:
             body = self.parts(split)
         else:
             body = self.nest(self.last, self.inner(*self.bounds(self.last)))
-        body = hoist([*setup, *body])
+        body = hoist(raw_moves([*setup, *body]))
         names = [f"n{k}" for k in range(self.rank)]
         arguments, params = ["start", "stop", L.ParamVector("shape", tuple(names))], ["start", "stop", *names]
         for i, buffer in enumerate(self.buffers):

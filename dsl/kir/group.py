@@ -278,6 +278,8 @@ class GroupBuilder:
             step = (("gather-index", id(node), k), _Transform(seen))
             gathers.append((self._expr(indices, (step,) + path), axis))
         step = (("gather", id(node)), _Transform(lambda view: lowering.data(call, view)))
+        if not _stays_a_view(data, (step,) + path):  # (a copy of the data would not be what the
+            raise Unfusable(node.outputs[0].name, apart=True)  # loaded offsets index)
         loaded = self._expr(data, (step,) + path)
         if isinstance(loaded, kir.Leaf):
             leaf = self._group.leaves[loaded.index]
@@ -289,6 +291,18 @@ class GroupBuilder:
         index = len(self._group.leaves)
         self._group.leaves.append(GroupInput(value, path, value.type.dtype, self._guard))
         return kir.leaf(index, value.type.dtype)
+
+
+def _stays_a_view(value: Value, path: tuple) -> bool:
+    """Whether C-contiguous ``value`` read along ``path`` stays one View (no step copies): a
+    gathered data input must, since the gathered offsets are added to its own strides (a
+    Reshape merging the gathered axis with others does not)."""
+    view = View.contiguous(value.type.shape)
+    for _, transform in path:
+        view = transform(view)
+        if view is None:
+            return False
+    return True
 
 
 def _path_key(path: tuple) -> tuple:

@@ -124,7 +124,7 @@ class _Hoister:
         if isinstance(s, L.Accum):
             return L.Accum(s.name, s.op, e(s.value))
         if isinstance(s, L.Store):
-            return L.Store(s.buffer, e(s.index), e(s.value), s.stream)
+            return L.Store(s.buffer, e(s.index), e(s.value), s.stream, s.raw)
         if isinstance(s, L.If):
             return L.If(e(s.cond), s.then, s.orelse)
         if isinstance(s, L.Move):

@@ -40,6 +40,8 @@ def _load(node: Load, values: dict, buffers: dict) -> np.ndarray:
     position = int(values[id(node.index)])
     if node.part is not None:  # (element ``part`` of byte ``position``)
         position = position * (8 // node.buffer.elem.bits) + node.part
+    if node.raw:  # (the storage bits)
+        return np.asarray(buffers[node.buffer.name].view(types.storage(node.buffer.elem))[position])
     element = buffers[node.buffer.name][position]
     return domain_values(np.asarray(element), node.buffer.elem)
 
@@ -66,7 +68,10 @@ def run_kernel(kernel, buffers: dict, params: dict) -> None:
                 env[statement.name] = _binary(statement.op, env[statement.name], value(statement.value))
             elif isinstance(statement, Store):
                 target = space[statement.buffer.name]
-                target[int(value(statement.index))] = _to_elem(value(statement.value), statement.buffer.elem)
+                if statement.raw:
+                    target.view(types.storage(statement.buffer.elem))[int(value(statement.index))] = value(statement.value)
+                else:
+                    target[int(value(statement.index))] = _to_elem(value(statement.value), statement.buffer.elem)
             elif isinstance(statement, Alloc):
                 space[statement.buffer.name] = np.zeros(int(value(statement.size)), statement.buffer.elem.np_dtype)
             elif isinstance(statement, If):

@@ -8,14 +8,17 @@ may load from buffers at index expressions.
 - ``Load(buffer, index, valid, default, part)``: the element at ``index`` (uint64 expression),
   decoded into its compute domain; where ``valid`` is false, ``default`` (no read happens).
   With ``part`` (packed buffers only), ``index`` names a byte and ``part`` the element in it
-  (0: the low bits): a loop over bytes decodes both nibbles of one load.
+  (0: the low bits): a loop over bytes decodes both nibbles of one load. With ``raw``, the
+  element's storage bits as an unsigned integer (dsl/kir/moves.py: kernels that only move
+  elements copy their bits).
 - Index expressions are uint64 expressions of loop variables and parameters: add, mul,
   floordiv and mod (by constants for blocked parameters and reshapes), and loaded values
   converted to uint64 (gathers; the schedule validates them before the kernel runs).
 - ``For(var, start, stop, body)`` loops ``var`` over [start, stop) (uint64); ``Assign`` binds
   (or rebinds) a named scalar; ``Accum(name, op, value)`` is ``name = op(name, value)`` that a
   backend may reassociate (vectorized sums: add, max, min); ``Store`` writes an element
-  (``stream``: a non-temporal store, the backend's choice of instruction); ``Alloc`` gives a temp
+  (``stream``: a non-temporal store, the backend's choice of instruction; ``raw``: the value is
+  the element's storage bits, as a raw Load gives them); ``Alloc`` gives a temp
   buffer ``size`` elements; ``If(cond, then, orelse)`` branches; ``Move(dst, di, src, si)``
   copies one element's storage bits; ``TransposeBlock`` copies a ``lanes`` x ``lanes`` square
   transposed (a SIMD shuffle where the backend has one); ``Prefetch`` is a read hint.
@@ -53,6 +56,7 @@ class Load(Expr):
     valid: Expr | None = None
     default: Expr | None = None
     part: int | None = None
+    raw: bool = False
 
     def children(self) -> tuple:
         return tuple(c for c in (self.index, self.valid, self.default) if c is not None)
@@ -85,6 +89,7 @@ class Store:
     index: Expr
     value: Expr
     stream: bool = False
+    raw: bool = False
 
 
 @dataclass
@@ -161,8 +166,9 @@ class Kernel:
 
 
 def load(buffer: Buffer, index: Expr, valid: Expr | None = None, default: Expr | None = None,
-         part: int | None = None) -> Load:
-    dtype = types.domain(buffer.elem)
+         part: int | None = None, raw: bool = False) -> Load:
+    dtype = types.storage(buffer.elem) if raw else types.domain(buffer.elem)
+    _require(not (raw and (buffer.packed or part is not None)), f"load {buffer.name}: raw bits of packed elements")
     _require(index.dtype == INDEX, f"load {buffer.name}: index is {index.dtype}, not {INDEX}")
     if part is not None:
         _require(buffer.packed and 0 <= part < 8 // buffer.elem.bits,
@@ -170,7 +176,7 @@ def load(buffer: Buffer, index: Expr, valid: Expr | None = None, default: Expr |
     if valid is not None:
         _require(valid.dtype == "bool", f"load {buffer.name}: valid is {valid.dtype}, not bool")
         _require(default is not None and default.dtype == dtype, f"load {buffer.name}: needs a {dtype} default")
-    return Load(dtype, buffer, index, valid, default, part)
+    return Load(dtype, buffer, index, valid, default, part, raw)
 
 
 def index_var(name: str) -> kir.Var:
@@ -245,7 +251,8 @@ def verify(kernel: Kernel) -> None:
                          f"{kernel.name}: store to {statement.buffer.name}, not an output or temp")
                 check_expr(statement.index)
                 check_expr(statement.value)
-                _require(statement.value.dtype == types.domain(statement.buffer.elem),
+                stored = types.storage if statement.raw else types.domain
+                _require(statement.value.dtype == stored(statement.buffer.elem),
                          f"{kernel.name}: store of {statement.value.dtype} into {statement.buffer.name}")
             elif isinstance(statement, Alloc):
                 _require(statement.buffer.role == "temp", f"{kernel.name}: alloc of {statement.buffer.name}")

@@ -250,3 +250,25 @@ def test_moving_kernels_copy_bits_signaling_nans_and_payloads_kept(name):
     h = dsl.jit(lambda a: dsl.gather(a, index, axis=0) * 1.0)
     quiet = 0x0200 if name == "float16" else 0x0040
     assert np.isnan(h(x)[1]).all() and (h(x)[1].view(np.uint16) & quiet).all()
+
+
+def test_reshape_merging_the_gathered_axis_reads_only_the_data():
+    """A Reshape of a gather's result that merges the gathered axis with others is no view of the
+    data: the gather is computed apart first (it once read outside the data through a copy)."""
+    x = np.arange(36, dtype=np.float32).reshape(3, 3, 4)
+    z = np.zeros((3, 1), np.float32)
+    f = dsl.jit(lambda a, b: dsl.reshape(a[[2, 0]], [3, 8]) + b)
+    np.testing.assert_array_equal(f(x, z), x[[2, 0]].reshape(3, 8))
+    assert len(kernels(f, x, z)) == 2
+
+
+@pytest.mark.parametrize("order", ["C", "transposed", "strided"])
+def test_a_gathers_data_path_that_copies_for_this_layout_reads_a_contiguous_copy(order):
+    """The path stays a view for C-contiguous data (so the gather fuses) but not for every
+    layout the data arrives in: such data is copied first, then gathered from."""
+    base = np.arange(5 * 6 * 4, dtype=np.float32).reshape(5, 6, 4)
+    x = {"C": base, "strided": base[:, ::-1, :],  # (axes 1 and 2 not mergeable in either of these)
+         "transposed": np.swapaxes(np.ascontiguousarray(np.swapaxes(base, 1, 2)), 1, 2)}[order]
+    index = np.array([4, 0, 2], np.int64)
+    f = dsl.jit(lambda a: dsl.reshape(dsl.gather(a, index, axis=0), [3, 24]) * 2.0)
+    np.testing.assert_array_equal(f(x), x[index].reshape(3, 24) * 2)

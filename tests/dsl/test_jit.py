@@ -547,7 +547,7 @@ COMPARISONS = {"y > {b}": np.greater, "dsl.less(y, {b})": np.less, "y >= {b}": n
                "dsl.equal(y, {b})": np.equal}
 
 # Where the ops the fuzz draws run (README, "JIT lowering"); fusing one moves its name between these sets.
-NUMPY_OPS = {"Pad", "Trilu", "CumSum"}  # always their numpy reference
+NUMPY_OPS = {"Pad", "CumSum"}  # always their numpy reference
 REDUCE_OPS = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax", "ArgMin"}  # a row or any-axis kernel with their producers
 # fused with producers and elementwise consumers, computed on their own (numpy, or a Gather by a
 # kernel of its own) when a later op of their kernel is one of these (Concat: "reached through a
@@ -876,7 +876,7 @@ def draw_trilu(f: Draws, shape) -> tuple[Step, tuple] | None:
     k, upper = f(st.sampled_from([None, 0, 1, -1, 2, -2, 5])), f(st.booleans())
     text = "dsl.trilu(y" + ("" if k is None else f", {k}") + ("" if upper else ", upper=0") + ")"
     fn = np.triu if upper else np.tril
-    return made(Step(text, lambda y: fn(y, k or 0), ("Trilu",)), shape)
+    return made(Step(text, lambda y: fn(y, k or 0), ELEMENTWISE), shape)  # (a Where of index comparisons)
 
 
 def cumsum_oracle(y, axis, exclusive, reverse):
