@@ -13,7 +13,9 @@ from .ir import Graph, TensorType
 from .passes.expand import expand
 from .passes.fuse import KernelStep, NodeStep, ReduceStep, StagedStep, partition
 from .runtime import KernelRunner, run_node
+from .kir.scan_schedule import KINDS as SCAN_KINDS
 from .runtime_reduce import ReduceRunner, StagedRunner
+from .runtime_scan import ScanRunner
 from .tensor import Tensor
 
 __all__ = ["Executable", "MATH_MODES", "check_math", "prepare_backend"]
@@ -101,7 +103,7 @@ class Executable:
 def _runner(step, math: str):
     """The runtime object of a planned step (a NodeStep runs as it is)."""
     if isinstance(step, ReduceStep):
-        return ReduceRunner(step, math)
+        return (ScanRunner if step.row[0][2] in SCAN_KINDS else ReduceRunner)(step, math)
     if isinstance(step, StagedStep):
         return StagedRunner(step, math)
     if isinstance(step, KernelStep):

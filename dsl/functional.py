@@ -643,8 +643,6 @@ def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None,  
     level = _opset_of(input, opset)
     if split is not None:
         count = len(split) if isinstance(split, (list, tuple)) else (getattr(split, "shape", None) or (None,))[0]
-        if level < 2 and isinstance(split, (list, tuple)) and _element_type("Split", input).kind == "float":
-            split = np.asarray(split, _element_type("Split", input).np_dtype)  # (Split-1's split has type T)
     elif num_outputs is not None and level < 18:  # equal parts: the lengths, which every version takes
         dim = _static_dim("Split", input, axis)
         if not isinstance(num_outputs, int) or num_outputs < 1 or dim is None or dim % num_outputs:
@@ -653,6 +651,8 @@ def split(input, split=None, *, axis: int = 0, num_outputs: int | None = None,  
         split, count, num_outputs = [dim // num_outputs] * num_outputs, num_outputs, None
     else:
         count = num_outputs
+    if level < 2 and isinstance(split, (list, tuple)) and _element_type("Split", input).kind == "float":
+        split = np.asarray(split, _element_type("Split", input).np_dtype)  # (Split-1's split has type T)
     if not isinstance(count, int) or isinstance(count, bool):
         raise InputError(f"Split: give split (the lengths, of static size) or num_outputs (an int), got "
                          f"split={split!r}, num_outputs={num_outputs!r}")

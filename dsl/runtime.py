@@ -13,6 +13,7 @@ from math import prod
 
 import numpy as np
 
+from kernels import bits as _bits
 from kernels import copy as copy_kernels
 from kernels import packed as packed_kernels
 
@@ -381,7 +382,9 @@ class KernelRunner:
             return
         for check in self.checks:  # (before any kernel reads through the indices)
             indices = env[check.indices]
-            check.check(check.call, indices.numpy() if isinstance(indices, Tensor) else indices)
+            indices = indices.numpy() if isinstance(indices, Tensor) else indices
+            if check.bounds is None or not _bits.within(indices.reshape(-1, len(check.bounds[0])), *check.bounds):
+                check.check(check.call, indices)  # (raises, with the details)
         objs = self.leaves.values(env)
         key = self.leaves.key(objs)
         plan = self.plans.get(key)
@@ -422,12 +425,19 @@ class KernelRunner:
 
 def _unplanned(step: NodeStep) -> bool:
     """Whether the node's rule could not read an input whose contents it needs (computed at run
-    time, e.g. Slice starts from a Shape): its Call is then planned again on the real values."""
+    time, e.g. Slice starts from a Shape) or an input's dims (data-dependent: NonZero's count):
+    its Call is then planned again on the real values."""
     if not hasattr(step, "replan"):
         schema = step.opdef.schema(step.call.version)
         step.replan = any(spec.needs_value and k < len(step.call.values) and step.call.values[k] is None
-                          and step.node.inputs[k] is not None for k, spec in enumerate(schema.inputs))
+                          and step.node.inputs[k] is not None for k, spec in enumerate(schema.inputs)) or \
+            any(v is not None and not _static_type(v.type) for v in step.node.inputs)  # (a NonZero count)
     return step.replan
+
+
+def _static_type(value_type) -> bool:
+    shape = getattr(value_type, "shape", ())
+    return shape is not None and all(isinstance(d, int) for d in shape)
 
 
 def run_node(step: NodeStep, env: dict) -> None:

@@ -123,6 +123,24 @@ def min_step(acc, value):
     return value if value < acc else acc
 
 
+@numba.njit(cache=True, nogil=True)
+def within(values, lows, highs):
+    """Whether each column c of the 2-d integer array ``values`` lies in [lows[c], highs[c]]:
+    one pass of min / max per column (a fused gather's index check before its kernel runs)."""
+    rows, columns = values.shape
+    for c in range(columns):
+        if rows == 0:
+            return True
+        low = high = values[0, c]
+        for r in range(rows):
+            v = values[r, c]
+            low = v if v < low else low
+            high = v if v > high else high
+        if low < lows[c] or high > highs[c]:
+            return False
+    return True
+
+
 def _float_extreme(llvm_name: str):
     @intrinsic
     def step(typingctx, acc, value):

@@ -34,13 +34,16 @@ class GroupInput:
 
 @dataclass(frozen=True)
 class GatherCheck:
-    """The index values a fused gather loads: graph value ``indices``, checked by ``check(call,
-    array)`` before every run (an index out of range is a DslError, never a wild read)."""
+    """The index values a fused gather loads: graph value ``indices``, checked before every run
+    against ``bounds`` (lows, highs per index column, or None), then on failure (or with no
+    bounds) by ``check(call, array)``, which raises: an index out of range is a DslError,
+    never a wild read."""
 
     node: Node
     call: object
     check: object
     indices: str
+    bounds: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,8 @@ class GroupBuilder:
         data, indices = node.inputs[0], node.inputs[1]
         self._group.nodes.append(node)
         if not any(c.node is node for c in self._group.checks):
-            self._group.checks.append(GatherCheck(node, call, lowering.check, indices.name))
+            bounds = None if lowering.bounds is None else lowering.bounds(call)
+            self._group.checks.append(GatherCheck(node, call, lowering.check, indices.name, bounds))
         gathers = []
         for k, (axis, seen) in enumerate(lowering.terms(call)):
             step = (("gather-index", id(node), k), _Transform(seen))

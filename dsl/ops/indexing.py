@@ -129,8 +129,13 @@ def _gather_elements_check(call: Call, indices: np.ndarray) -> None:
         _checked_axis_indices(call, indices, size, call.plan)
 
 
+def _gather_elements_bounds(call: Call) -> tuple:
+    size = call.types[0].shape[call.plan]
+    return np.array([-size], np.int64), np.array([size - 1], np.int64)
+
+
 GATHER_ELEMENTS = Gathering(_gather_elements_data, lambda call: ((call.plan, lambda view: view),),
-                            _gather_elements_check, _static_plan)
+                            _gather_elements_check, _static_plan, _gather_elements_bounds)
 
 
 def _elements_schemas(versions, inputs, with_reduction_since=None) -> tuple:
@@ -318,7 +323,13 @@ def _gather_nd_check(call: Call, indices: np.ndarray) -> None:
         _checked_tuples(call, indices, tuple(int(s) for s in sizes), call.plan)
 
 
-GATHER_ND = Gathering(_gather_nd_data, _gather_nd_terms, _gather_nd_check, _static_plan)
+def _gather_nd_bounds(call: Call) -> tuple | None:
+    """Each tuple entry's range, [-dim, dim - 1] of the data dim it indexes (None: empty tuples)."""
+    sizes = np.array(call.types[0].shape[call.plan:call.plan + call.types[1].shape[-1]], np.int64)
+    return (-sizes, sizes - 1) if len(sizes) else None
+
+
+GATHER_ND = Gathering(_gather_nd_data, _gather_nd_terms, _gather_nd_check, _static_plan, _gather_nd_bounds)
 
 
 def _nd_schemas(versions, inputs, attr_since, attr) -> tuple:

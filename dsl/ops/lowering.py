@@ -77,11 +77,16 @@ class Gathering:
             replaced by what indexes it (stride 0 there: the loaded coordinates add the rest).
         terms: call -> ((data axis, (View of indices) -> View at the output's shape), ...): per
             loaded coordinate, the data axis it indexes and where the indices hold it.
-        check: (call, indices ndarray) -> None; raises InputError for an index out of range.
+        check: (call, indices ndarray) -> None; raises InputError for an index out of range
+            (with the details: the runtime calls it when ``bounds`` fails).
         fusable: call -> whether this application can be fused.
+        bounds: call -> (lows, highs), int64 arrays: the valid range of each index column (the
+            last dim of the indices when there are several, GatherND's tuples), checked in one
+            pass before every run.
     """
 
     data: Callable
     terms: Callable
     check: Callable
     fusable: Callable = lambda call: True
+    bounds: Callable | None = None

@@ -276,6 +276,11 @@ def _gather_check(call: Call, indices: np.ndarray) -> None:
         _checked_indices(call, indices, size)
 
 
+def _gather_bounds(call: Call) -> tuple:
+    size = call.types[0].shape[call.plan]
+    return np.array([-size if call.version >= 11 else 0], np.int64), np.array([size - 1], np.int64)
+
+
 def _gather_fusable(call: Call) -> bool:
     return isinstance(call.plan, int) and all(
         t.shape is not None and all(isinstance(d, int) for d in t.shape) for t in call.types[:2])
@@ -286,7 +291,7 @@ register(OpDef(
     tuple(Schema(v, (Input("data"), Input("indices", _TIND)), (Attr("axis", "int", 0),),
                  all_types(v) if v >= 13 else _NO_BF16) for v in (1, 11, 13)),
     _gather_rule, reference=_gather_reference, chunk=chunks.GATHER,
-    kernel=Gathering(_gather_data, _gather_terms, _gather_check, _gather_fusable),
+    kernel=Gathering(_gather_data, _gather_terms, _gather_check, _gather_fusable, _gather_bounds),
     doc="Entries of `data` along `axis` at `indices` (negative indices count from the end, version 11+)."))
 
 

@@ -80,3 +80,11 @@ def test_opset_inside_jit_comes_from_jit():
     assert kernel.lower(np.zeros(2, np.float32)).graph.nodes[0].attrs == {"min": -1.0, "max": 1.0}
     kernel13 = dsl.jit(lambda x: dsl.reduce_sum(x, [0], keepdims=False))
     assert kernel13(np.ones((3, 2), np.float32)).tolist() == [3.0, 3.0]
+
+
+@pytest.mark.parametrize("opset", [1, 2, 11, 13, 18])
+def test_split_into_equal_parts_at_every_opset(opset):
+    """num_outputs before 18 becomes the lengths, of type T at opset 1 (Split-1's split input)."""
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for got, want in zip(dsl.split(x, num_outputs=3, axis=1, opset=opset), np.split(x, 3, axis=1)):
+        np.testing.assert_array_equal(got, want)

@@ -199,3 +199,14 @@ def test_one_hot_jit_is_one_kernel_against_the_oracle(version, index_type):
         assert_same(f(indices, values), want)
         shown = f.executable(indices, values).explain(source=False)
         assert f.executable(indices, values).kernel_count == 1 and ": numpy" not in shown, shown
+
+
+@pytest.mark.parametrize("index", [(slice(None), slice(1, 3)), (0,), (slice(None), slice(None, None, -2)), (1, -1)])
+def test_nonzero_jit_results_sliced_and_computed_on(index):
+    """Ops after NonZero see its count only at run time: their Calls are planned again there
+    (a Slice of it raised an AttributeError once)."""
+    m = np.array([[1, 0, 1, 0], [0, 1, 1, 1]], bool)
+    f = dsl.jit(lambda v: nonzero(v)[index] * 2)
+    np.testing.assert_array_equal(f(m), np.array(np.nonzero(m))[index] * 2)
+    m2 = np.eye(5, dtype=bool)
+    np.testing.assert_array_equal(f(m2), np.array(np.nonzero(m2))[index] * 2)
