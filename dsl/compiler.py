@@ -16,6 +16,7 @@ from .runtime import KernelRunner, run_node
 from .kir.scan_schedule import KINDS as SCAN_KINDS
 from .runtime_reduce import ReduceRunner, StagedRunner
 from .runtime_scan import ScanRunner
+from .runtime_topk import TopKRunner
 from .tensor import Tensor
 
 __all__ = ["Executable", "MATH_MODES", "check_math", "prepare_backend"]
@@ -103,7 +104,8 @@ class Executable:
 def _runner(step, math: str):
     """The runtime object of a planned step (a NodeStep runs as it is)."""
     if isinstance(step, ReduceStep):
-        return (ScanRunner if step.row[0][2] in SCAN_KINDS else ReduceRunner)(step, math)
+        kind = step.row[0][2]
+        return (ScanRunner if kind in SCAN_KINDS else TopKRunner if kind == "topk" else ReduceRunner)(step, math)
     if isinstance(step, StagedStep):
         return StagedRunner(step, math)
     if isinstance(step, KernelStep):

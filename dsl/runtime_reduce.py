@@ -1,4 +1,4 @@
-"""Runs any-axis reductions and softmax (a ReduceStep) with the schedule of dsl/kir/reduce_schedule.py.
+"""Runs any-axis reductions, softmax and log-softmax (a ReduceStep) with the schedule of dsl/kir/reduce_schedule.py.
 
 Per call: the producer cone's inputs seen at the reduction input's shape (their View paths, as
 for elementwise kernels), dims coalesced where every input walks them linearly and they are of
@@ -133,7 +133,7 @@ class ReduceRunner:
         for i, (view, st) in enumerate(zip(views, strides)):
             values[f"o{i}"] = view.offset
             values.update({f"s{i}_{k}": s for k, s in enumerate(st)})
-        full = self.kind in ("softmax", "staged")
+        full = self.kind in ("softmax", "logsoftmax", "staged")  # (a full-shape output)
         written = shape if full else tuple(1 if r else d for d, r in zip(shape, classes))
         for k in range(len(shape)):
             values[f"os{k}"] = 0 if (classes[k] and not full) else prod(written[k + 1:])

@@ -1,5 +1,6 @@
-"""The any-axis reduction schedule: ReduceSum / ReduceMean / ReduceMax / ReduceMin and Softmax over
-any set of axes, with the producer cone fused, as one loop-nest kernel (dsl/kir/loops.py).
+"""The any-axis reduction schedule: ReduceSum / ReduceMean / ReduceMax / ReduceMin, Softmax and
+LogSoftmax over any set of axes, with the producer cone fused, as one loop-nest kernel
+(dsl/kir/loops.py).
 
 The loops follow the memory layout, not the reduced axes: dims are walked in their (coalesced)
 order, so the innermost loop is the contiguous one. Accumulators live where that puts them:
@@ -15,9 +16,10 @@ ArgMax / ArgMin (one reduced dim) take two passes: the extreme (NaN propagates),
 (or, with select_last_index, the last) reduced index whose value equals it, or is NaN when it
 is: numpy's argmax. Both passes are min / max reductions, so they vectorize.
 
-Softmax takes three passes over the reduced dims (max, sum of exp(v - max), the outputs), the
-producer recomputed in each; with math="fast" a float32 input computes in float32 with a
-float64 sum (as the last-axis row kernel does). Sums accumulate in float64 (int64 for
+Softmax and LogSoftmax take three passes over the reduced dims (max, sum of exp(v - max), the
+outputs), the producer recomputed in each; with math="fast" a float32 input computes in float32
+with a float64 sum (as the last-axis row kernel does). LogSoftmax takes log(sum) once per
+accumulator element, between the sum and output passes. Sums accumulate in float64 (int64 for
 integers), then round to the value's domain and to the output type, as the references do.
 
 Kernel parameters: start, stop (the split dim's range for this thread), n0.. (the coalesced
@@ -33,7 +35,8 @@ from . import expr as kir
 from . import loops as L
 from . import types
 
-KINDS = ("sum", "mean", "max", "min", "softmax", "argmax", "argmin")
+KINDS = ("sum", "mean", "max", "min", "softmax", "logsoftmax", "argmax", "argmin")
+SOFTMAX_KINDS = ("softmax", "logsoftmax")
 ARG_KINDS = ("argmax", "argmin")
 
 
@@ -253,8 +256,8 @@ def reduction_kernel(expression: kir.Expr, inputs: list, reduced: tuple, blocks:
     acc_type = accumulator_type(kind, value.dtype)
     out = L.Buffer("out0", _elem(acc_type) if layout.partial else out_dtype, "out")
     strides, acc_size = _acc_strides(layout)
-    if kind == "softmax":
-        body = _softmax_body(value, layout, rank, out, out_dtype, math, acc_size)
+    if kind in SOFTMAX_KINDS:
+        body = _softmax_body(value, layout, rank, out, out_dtype, math, acc_size, kind == "logsoftmax")
     elif kind in ARG_KINDS:
         body = _arg_body(value, layout, rank, out, kind, last, acc_size)
     else:
@@ -335,8 +338,9 @@ def staged_kernel(stages: list, outputs: list, out_dtypes: list, inputs: list, r
     return L.Kernel("staged", [*buffers, *outs, *temps], _params(rank, len(inputs)), [*strides, *body])
 
 
-def _softmax_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, out_dtype: DType, math: str, acc_size):
-    """max pass, sum-of-exp pass, output pass (see the module docstring)."""
+def _softmax_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, out_dtype: DType, math: str, acc_size,
+                  log: bool = False):
+    """max pass, sum-of-exp pass, output pass (see the module docstring); ``log``: LogSoftmax."""
     fast = math == "fast" and value.dtype == "float32"
     domain = "float32" if fast else "float64"
     peak, total = L.Buffer("amax_", _elem(domain), "temp"), L.Buffer("asum_", _elem("float64"), "temp")
@@ -345,15 +349,34 @@ def _softmax_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, out_dty
     top = L.load(peak, index)
     exponent = kir.unary("exp", kir.binary("sub", v, top))
     sum_pass = _reduce_pass("sum", exponent, total, layout, rank, "float64")
-    scale = kir.binary("div", kir.const(1.0, "float64"), L.load(total, index))
-    if fast:
-        result = kir.binary("mul", exponent, kir.convert(scale, "float32"))
+    if log:
+        between, result = _log_softmax_shift(v, peak, total, layout, fast)
     else:
-        result = kir.convert(kir.binary("mul", exponent, scale), value.dtype)
+        between = []
+        scale = kir.binary("div", kir.const(1.0, "float64"), L.load(total, index))
+        if fast:
+            result = kir.binary("mul", exponent, kir.convert(scale, "float32"))
+        else:
+            result = kir.convert(kir.binary("mul", exponent, scale), value.dtype)
     output = _nest(list(range(layout.first, rank)), layout,
                    [L.Store(out, _out_index(range(rank)), kir.cast(kir.convert(result, value.dtype), out_dtype))])
-    per_outer = [*_reduce_pass("max", v, peak, layout, rank, domain), *sum_pass, *output]
+    per_outer = [*_reduce_pass("max", v, peak, layout, rank, domain), *sum_pass, *between, *output]
     return [L.Alloc(peak, acc_size), L.Alloc(total, acc_size), *_nest(list(range(layout.first)), layout, per_outer)]
+
+
+def _log_softmax_shift(v, peak: L.Buffer, total: L.Buffer, layout: ReduceLayout, fast: bool) -> tuple:
+    """(statements run between the sum and output passes, the output value). Fast (float32): as
+    the last-axis row kernel, the shift max + float32(log(sum)) in float32 (it replaces the max
+    in ``peak``), then v - shift. Exact (float64): log(sum) replaces the sum in ``total``, then
+    (v - max) - log(sum), the reference's arithmetic, rounded once."""
+    index = _acc_index(layout)
+    log_total = kir.unary("log", L.load(total, index))
+    if fast:
+        shift = kir.binary("add", L.load(peak, index), kir.convert(log_total, "float32"))
+        between = _nest(layout.acc_dims, layout, [L.Store(peak, index, shift)])
+        return between, kir.binary("sub", v, L.load(peak, index))
+    between = _nest(layout.acc_dims, layout, [L.Store(total, index, log_total)])
+    return between, kir.binary("sub", kir.binary("sub", v, L.load(peak, index)), L.load(total, index))
 
 
 ARG_BLOCK = 4096  # elements per block of a row argmax: its rescan reads 16 KiB of float32 (from L1 / L2) again;

@@ -1,4 +1,5 @@
-"""Reductions (ReduceSum, ReduceMax, ReduceMean), Softmax and LogSoftmax, lowered to Row kernels on the last axis.
+"""Reductions (ReduceSum, ReduceMax, ReduceMean), Softmax and LogSoftmax: Row kernels on the last axis, the
+any-axis schedule (dsl/kir/reduce_schedule.py) on the others.
 
 Accumulation (the Row kernels must do the same): float sums and means accumulate in float64,
 the total (or mean) is rounded to the compute domain (float32 for float16/bfloat16/float,
@@ -240,10 +241,11 @@ register(OpDef(
 
 # LogSoftmax: the same axis rules and type sets as Softmax (1, 11: float16, float, double; 13 adds
 # bfloat16). Over the last axis it is the Row kernel's "logsoftmax" pass (x - max - log(sum));
-# other axes run the reference (the any-axis schedule has no log form yet).
+# over other axes (and 1, 11's coerced axes) the any-axis schedule's "logsoftmax" kind.
 register(OpDef(
     "LogSoftmax",
     tuple(Schema(v, (Input("input"),), (Attr("axis", "int", 1 if v < 13 else -1),), dtypes.types(*names))
           for v, names in ((1, F), (11, F), (13, F + BF16))),
-    _softmax_rule, reference=_log_softmax_reference, kernel=Row("logsoftmax", fusable=reduces_last_axis),
+    _softmax_rule, reference=_log_softmax_reference,
+    kernel=Row("logsoftmax", fusable=reduces_last_axis, axes=reduced_axes),
     doc="x - max - log(sum(exp(x - max))) along `axis` (versions 1, 11: all axes from `axis` on)."))

@@ -1,8 +1,8 @@
 """Scans, selections and matrix masks: CumSum, CumProd, TopK, Trilu, EyeLike, Hardmax, BitCast.
 
-Trilu and EyeLike fuse into kernels by their bodies (index comparisons against constant
-aranges); the others run numpy references (explain() lists them as numpy steps). Choices where
-the spec is silent, in one place:
+Trilu, EyeLike and Hardmax fuse into kernels by their bodies (index comparisons against constant
+aranges; Hardmax's against an ArgMax); the others run numpy references (explain() lists them
+as numpy steps). Choices where the spec is silent, in one place:
 - CumSum / CumProd accumulate in T, one element after the other (numpy's cumsum / cumprod in
   the input type): integers wrap, every float partial is rounded to T (float16 and bfloat16
   included, as ONNX's own reference does). exclusive starts from 0 (CumProd: 1).
@@ -19,16 +19,18 @@ the spec is silent, in one place:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import prod
 
 import numpy as np
 
 from .. import dtypes
 from ..dtypes import all_types
 from ..errors import DslError, DTypeError, InputError
-from ..ir import TensorType
+from ..ir import TensorType, type_of_array
 from ..kir import types as kir_types
 from . import chunks
+from .lowering import Row
 from .math import BF16, F, SIGNED, UNSIGNED, domain_array
 from .reduce import _softmax_rule
 from .registry import REQUIRED, Attr, Call, Input, OpDef, Schema, register
@@ -129,14 +131,20 @@ def _cum_schema(version: int) -> Schema:
 
 _SCAN_CHUNK = chunks.ChunkRule("scan", _relate(lambda call, rank: {call.plan.axis}, join_whole=True))
 
+def _scanned_axis(call: Call) -> tuple | None:
+    """The any-axis scan schedule's axes (dsl/kir/scan_schedule.py): the planned axis."""
+    return None if call.plan is None else (call.plan.axis,)
+
+
 register(OpDef(
     "CumSum", tuple(_cum_schema(v) for v in (11, 14)), _scan_rule, reference=_scan_reference(np.cumsum, 0),
-    chunk=_SCAN_CHUNK,
+    chunk=_SCAN_CHUNK, kernel=Row("cumsum", fusable=lambda call: False, axes=_scanned_axis),
     doc="Running sums along `axis` (exclusive: without the element itself; reverse: from the end), in T."))
 
 register(OpDef(
     "CumProd", (Schema(26, _cum_schema(14).inputs, _cum_schema(14).attrs, dtypes.types(*_CUM_TYPES[14])),), _scan_rule,
     reference=_scan_reference(np.cumprod, 1), chunk=_SCAN_CHUNK,
+    kernel=Row("cumprod", fusable=lambda call: False, axes=_scanned_axis),
     doc="Running products along `axis` (exclusive: without the element itself; reverse: from the end), in T."))
 
 
@@ -227,6 +235,7 @@ def _topk_schema(version: int) -> Schema:
 register(OpDef(
     "TopK", tuple(_topk_schema(v) for v in _TOPK_TYPES), _topk_rule, reference=_topk_reference,
     chunk=chunks.ChunkRule("topk", _relate(lambda call, rank: {call.plan.axis}, join_whole=False)),
+    kernel=Row("topk", fusable=lambda call: False, axes=lambda call: None if call.plan is None else (call.plan.axis,)),
     doc="The k largest (or smallest) elements along `axis` and their int64 indices; ties: the lower index first."))
 
 
@@ -353,8 +362,24 @@ register(OpDef(
 # Versions 1 and 11 coerce the input to 2-D [a_0 * ... * a_{k-1}, a_k * ... * a_{n-1}]: the first
 # maximum over every axis from `axis` on (default 1); 13: along `axis` alone (default -1). The
 # axis rules are Softmax's (dsl/ops/reduce.py). Output: 1 at the first maximum, 0 elsewhere, in T.
+# In the JIT, _hardmax_body: Cast(Equal(ArgMax(x, axis, keepdims=1), arange), T), the arange an
+# int64 constant along the axis (1, 11: of the 2-D Reshape, reshaped back): an argmax reduction
+# with x's producers fused, then one elementwise kernel, numpy's argmax bit for bit (the first
+# maximum, NaN as the maximum, -0 == +0: dsl/kir/reduce_schedule.py _arg_body). Dims unknown
+# before the run, an empty input or a type kernels do not compute keep the Hardmax (its reference).
+def _hardmax_plan(call: Call, x: np.ndarray):
+    """The rule's plan, or, for an input whose rank was unknown before the run (the 2-D Reshape
+    of _hardmax_kept), the plan of ``x`` itself."""
+    if call.plan is not None:
+        return call.plan
+    planned = replace(call, types=[type_of_array(x)], values=[x], plan=None)
+    _softmax_rule(planned)
+    return planned.plan
+
+
 def _hardmax_reference(call: Call, xs: list) -> list:
-    x, plan = xs[0], call.plan
+    x = xs[0]
+    plan = _hardmax_plan(call, x)
     out = np.zeros(x.shape, x.dtype)
     if x.size == 0:
         return [out]
@@ -366,11 +391,50 @@ def _hardmax_reference(call: Call, xs: list) -> list:
     return [(positions == first).astype(x.dtype).reshape(x.shape)]
 
 
+def _one_hot_of_argmax(b, x, shape: tuple, axis: int, dt):
+    """Cast(Equal(ArgMax(x, axis, keepdims=1), arange(shape[axis]) shaped to broadcast), dt)."""
+    first = b.op("ArgMax", x, axis=axis, keepdims=1)
+    positions = np.arange(shape[axis], dtype=np.int64).reshape((shape[axis],) + (1,) * (len(shape) - axis - 1))
+    return b.op("Cast", b.op("Equal", first, b.const(positions)), to=dt.onnx_code)
+
+
+def _hardmax_kept(call: Call, b, x):
+    """The Hardmax itself, bound at the bodies' opset (version 13: one axis); the coerced form of
+    1 and 11 as a Reshape to 2-D [prod(dims before axis), prod(the rest)], Hardmax along axis 1
+    and a Reshape back, the dims read by Shape at run time when unknown before. (Not Flatten:
+    its reference cannot plan dims known only at run time.)"""
+    axes, shape = call.plan.axes, call.types[0].shape
+    if len(axes) == 1:
+        return b.op("Hardmax", x, axis=axes[0])
+    if all(isinstance(d, int) for d in shape):
+        rows = b.const(np.array([prod(shape[:axes[0]]), prod(shape[axes[0]:])], np.int64))
+        target = b.const(np.array(shape, np.int64))
+    else:
+        sizes = [b.op("ReduceProd", b.op("Shape", x, **bounds), keepdims=1)
+                 for bounds in ({"end": axes[0]}, {"start": axes[0]})]
+        rows, target = b.op("Concat", *sizes, axis=0), b.op("Shape", x)
+    flat = b.op("Reshape", x, rows, allowzero=1)
+    return b.op("Reshape", b.op("Hardmax", flat, axis=1), target, allowzero=1)
+
+
+def _hardmax_body(call: Call, b, xs: list) -> list:
+    data, axes = call.types[0], call.plan.axes
+    shape = tuple(data.shape)
+    if not kir_types.supported(data.dtype) or not all(isinstance(d, int) and d > 0 for d in shape):
+        return [_hardmax_kept(call, b, xs[0])]
+    if len(axes) == 1:
+        return [_one_hot_of_argmax(b, xs[0], shape, axes[0], data.dtype)]
+    rows = (prod(shape[:axes[0]]), prod(shape[axes[0]:]))
+    flat = b.op("Reshape", xs[0], b.const(np.array(rows, np.int64)))
+    hot = _one_hot_of_argmax(b, flat, rows, 1, data.dtype)
+    return [b.op("Reshape", hot, b.const(np.array(shape, np.int64)))]
+
+
 register(OpDef(
     "Hardmax",
     tuple(Schema(v, (Input("input"),), (Attr("axis", "int", 1 if v < 13 else -1),), dtypes.types(*names))
           for v, names in ((1, F), (11, F), (13, F + BF16))),
-    _softmax_rule, reference=_hardmax_reference,
+    _softmax_rule, reference=_hardmax_reference, expand=_hardmax_body,
     chunk=chunks.ChunkRule("hardmax", _relate(lambda call, rank: set(call.plan.axes), join_whole=True)),
     doc="1 at the first maximum along `axis` (versions 1, 11: over all axes from `axis` on), 0 elsewhere."))
 

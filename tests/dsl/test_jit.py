@@ -547,8 +547,8 @@ COMPARISONS = {"y > {b}": np.greater, "dsl.less(y, {b})": np.less, "y >= {b}": n
                "dsl.equal(y, {b})": np.equal}
 
 # Where the ops the fuzz draws run (README, "JIT lowering"); fusing one moves its name between these sets.
-NUMPY_OPS = {"Pad", "CumSum"}  # always their numpy reference
-REDUCE_OPS = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax", "ArgMin"}  # a row or any-axis kernel with their producers
+NUMPY_OPS = {"Pad"}  # always their numpy reference
+REDUCE_OPS = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax", "ArgMin", "CumSum"}  # a row or any-axis kernel with their producers
 # fused with producers and elementwise consumers, computed on their own (numpy, or a Gather by a
 # kernel of its own) when a later op of their kernel is one of these (Concat: "reached through a
 # view, inside a reduction's kernel, inside another Concat's part"; Gather: not inside a
@@ -896,7 +896,7 @@ def draw_cumsum(f: Draws, shape) -> tuple[Step, tuple] | None:
     axis, exclusive, reverse = f.axis(len(shape)), f(st.booleans()), f(st.booleans())
     flags = (", exclusive=1" if exclusive else "") + (", reverse=1" if reverse else "")
     return made(Step(f"dsl.cumsum(y, {axis}{flags})", lambda y: cumsum_oracle(y, axis, exclusive, reverse),
-                     ("CumSum",)), shape)
+                     ("CumSum",), numpy_ok=0 in shape), shape)  # (an empty scan: its reference)
 
 
 def extreme_oracle(y, axes, keep, largest):
