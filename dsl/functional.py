@@ -610,7 +610,7 @@ def log_softmax(x, axis: int | None = None, *, opset: int | None = None):
     return call("LogSoftmax", x, opset, axis=axis)
 
 
-# ---- rearranging (dsl/ops/arrange.py) ---------------------------------------------------------------
+# ---- rearranging and padding (dsl/ops/arrange.py, padding.py) ---------------------------------------
 def _opset_of(data, opset) -> int:
     """The opset a call runs at: the traced function's inside dsl.jit, else ``opset`` or the latest."""
     builder = current_builder([data])

@@ -3,9 +3,9 @@ dsl/ops/padding.py).
 
 In the JIT, Split and Tile fuse by their bodies: Split's outputs are Slices of its input (views a
 consumer reads through), Tile is a Gather per repeated axis of a constant index; for the types
-kernels do not compute (strings, complex; Tile also float16 / bfloat16, whose NaN bits kernels do
-not keep) they run their references, as the eager engine does (Split: numpy views; Tile: index
-arithmetic). DepthToSpace / SpaceToDepth are composites (Reshape, Transpose, Reshape as the spec
+kernels do not compute (strings, complex) they run their references, as the eager engine does
+(Split: numpy views; Tile: index arithmetic). Kernels that only move elements copy their bits,
+so NaN payloads survive (dsl/kir/moves.py). DepthToSpace / SpaceToDepth are composites (Reshape, Transpose, Reshape as the spec
 spells them): views and fused copies. ReverseSequence runs its numpy reference. Under dsl.dask
 (dsl/ops/chunks.py) the axes each op leaves unchanged stay chunked; the axes it cuts, repeats or
 reverses (and DepthToSpace / SpaceToDepth's C, H, W) are read whole.

@@ -198,7 +198,7 @@ def _gather(dims, node, call, opdef) -> None:
             dims.join(indices, k, out, axis + k)
 
 
-# ---- rearranging, indexing and generating ops (dsl/ops/arrange.py, indexing.py, scan.py, ...) ----
+# ---- rearranging, padding, indexing and generating ops (arrange.py, padding.py, indexing.py, scan.py, ...) ----
 def _static(relate):
     """``relate`` behind a check that the node's shapes are static: NonZero's count, Compress's
     selection, a Range of run-time scalars or a run-time target shape are known only from input

@@ -547,7 +547,7 @@ COMPARISONS = {"y > {b}": np.greater, "dsl.less(y, {b})": np.less, "y >= {b}": n
                "dsl.equal(y, {b})": np.equal}
 
 # Where the ops the fuzz draws run (README, "JIT lowering"); fusing one moves its name between these sets.
-NUMPY_OPS = {"Pad"}  # always their numpy reference
+NUMPY_OPS: set = set()  # always their numpy reference
 REDUCE_OPS = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax", "ArgMin", "CumSum"}  # a row or any-axis kernel with their producers
 # fused with producers and elementwise consumers, computed on their own (numpy, or a Gather by a
 # kernel of its own) when a later op of their kernel is one of these (Concat: "reached through a
@@ -863,11 +863,23 @@ def draw_pad(f: Draws, shape) -> tuple[Step, tuple] | None:
         if mode != "constant" and shape[a] - max(-begin, 0) - max(-end, 0) == 0:
             begin, end = min(begin, 0), min(end, 0)  # (an empty axis has nothing to extend it with)
         widths[a] = (begin, end)
+    if mode == "constant" and 0 in [d - max(-b, 0) - max(-e, 0) for (b, e), d in zip(widths, shape)]:
+        # (an empty cropped input padded is all fill, an Expand that reads no y: the kernel count
+        # here cannot drop y's producers, dead then; tests/dsl/test_pad_fusion.py covers it)
+        widths = [(min(b, 0), min(e, 0)) for b, e in widths]
     pads = [widths[a][0] for a in chosen] + [widths[a][1] for a in chosen]
     value = f(st.sampled_from([None] + FUZZ_SCALARS)) if mode == "constant" else None
     args = "".join([f", constant_value={value!r}" if value is not None else "", f", axes={axes}" if axes else "",
                     "" if mode == "constant" and f(st.booleans()) else f", mode={mode!r}"])
-    return made(Step(f"dsl.pad(y, {pads}{args})", lambda y: pad_oracle(y, widths, mode, value), ("Pad",)), shape)
+    # fused by its body (dsl/ops/padding.py): crops a Slice (a view); reflect / edge / wrap a Gather
+    # per padded axis; constant a Concat on the innermost padded axis, then a Gather and a Where on
+    # each outer one; nothing added: a view
+    added = sum(max(b, 0) + max(e, 0) > 0 for b, e in widths)
+    if mode != "constant":
+        kinds = ("Gather",) * added or VIEW
+    else:
+        kinds = ("Concat",) + ("Gather", "elementwise") * (added - 1) if added else VIEW
+    return made(Step(f"dsl.pad(y, {pads}{args})", lambda y: pad_oracle(y, widths, mode, value), kinds), shape)
 
 
 def draw_trilu(f: Draws, shape) -> tuple[Step, tuple] | None:

@@ -1,6 +1,7 @@
-"""Tests for dsl/ops/arrange.py: Split, Tile, Pad, DepthToSpace, SpaceToDepth, ReverseSequence and
-CenterCropPad at every version and element type, against numpy oracles written here; the JIT
-against the eager engine; bad inputs as DslErrors naming the op; inputs never mutated."""
+"""Tests for dsl/ops/arrange.py: Split, Tile, DepthToSpace, SpaceToDepth and ReverseSequence at
+every version and element type, against numpy oracles written here; the JIT against the eager
+engine; bad inputs as DslErrors naming the op; inputs never mutated (Pad and CenterCropPad:
+test_padding.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,13 +11,13 @@ import pytest
 
 import dsl
 from dsl import dtypes
-from dsl.functional import center_crop_pad, depth_to_space, pad, reverse_sequence, space_to_depth, split, tile
+from dsl.functional import depth_to_space, reverse_sequence, space_to_depth, split, tile
 from dsl.ops import registry
 
 from dsl_test_helpers import (allowed_types, assert_same,
                               assert_schema_in_force_matches_onnx, make_array, schemas_with_onnx, snapshot)
 
-OPS = ["Split", "Tile", "Pad", "DepthToSpace", "SpaceToDepth", "ReverseSequence", "CenterCropPad"]
+OPS = ["Split", "Tile", "DepthToSpace", "SpaceToDepth", "ReverseSequence"]
 
 
 def versions(op: str) -> list[int]:
@@ -31,8 +32,8 @@ def every_type(op: str):
             yield version, dt, dt.onnx_name in allowed
 
 
-@pytest.mark.parametrize("op", OPS)
-def test_versions_and_input_types_are_onnx_s(op):
+def check_schemas_against_onnx(op: str) -> None:
+    """Each registered version's inputs, their type sets and optionality, and its attributes are onnx's."""
     for schema, spec in schemas_with_onnx(op):
         constraints = {c.type_param_str: {t[len("tensor("):-1] for t in c.allowed_type_strs}
                        for c in spec.type_constraints}
@@ -42,12 +43,13 @@ def test_versions_and_input_types_are_onnx_s(op):
             assert {t.onnx_name for t in (mine.types or schema.types)} == want, (op, schema.version, formal.name)
             assert mine.optional == (formal.option == onnx.defs.OpSchema.FormalParameterOption.Optional)
         assert {a.name for a in schema.attrs} == set(spec.attributes), (op, schema.version)
+    for opset in range(1, registry.LATEST_OPSET + 1):  # (and the one in force at every opset)
+        assert_schema_in_force_matches_onnx(op, opset)
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_schema_in_force_at_every_opset_matches_onnx(op):
-    for opset in range(1, registry.LATEST_OPSET + 1):
-        assert_schema_in_force_matches_onnx(op, opset)
+def test_versions_and_input_types_are_onnx_s(op):
+    check_schemas_against_onnx(op)
 
 
 def check_type(op: str, version: int, dt, allowed: bool, run, want) -> None:
@@ -171,86 +173,6 @@ def test_tile_in_the_jit_matches_eager():
     np.testing.assert_array_equal(dsl.jit(lambda a: tile(a, [3, 2]) + 1.0)(x), np.tile(x, [3, 2]) + 1)
 
 
-# ---- Pad --------------------------------------------------------------------------------------------
-def pad_oracle(x: np.ndarray, widths, mode: str, fill):
-    """np.pad on element indices (so that every element type works), negative widths cropped first."""
-    crop = tuple(slice(max(-b, 0), d - max(-e, 0)) for (b, e), d in zip(widths, x.shape))
-    x = x[crop]
-    widths = [(max(b, 0), max(e, 0)) for b, e in widths]
-    index = np.arange(x.size).reshape(x.shape)
-    if mode == "constant":
-        picked = np.pad(index, widths, constant_values=-1)
-        out = x.reshape(-1)[np.where(picked < 0, 0, picked)] if x.size else np.empty(picked.shape, x.dtype)
-        out = np.asarray(out, x.dtype).reshape(picked.shape)
-        out[picked < 0] = fill
-        return out
-    return x.reshape(-1)[np.pad(index, widths, mode=mode)]
-
-
-def _zero(dt):
-    return "" if dt.kind == "string" else np.zeros((), dt.np_dtype)
-
-
-def test_pad_every_version_and_type():
-    for version, dt, allowed in every_type("Pad"):
-        x = make_array(dt, (3, 4), seed=version)
-        before = snapshot(x)
-        pads = [1, 0, 2, 2] if version == 1 else [1, -1, 2, 2]
-        widths = [(pads[0], pads[2]), (pads[1], pads[3])]
-        check_type("Pad", version, dt, allowed, lambda: pad(x, pads, opset=version),
-                   lambda: pad_oracle(x, widths, "constant", _zero(dt)))
-        if allowed:
-            assert_same(pad(x, pads, mode="edge", opset=version), pad_oracle(x, widths, "edge", None))
-            assert snapshot(x) == before
-
-
-@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
-@pytest.mark.parametrize("pads", [[2, 3, 1, 4], [0, 7, 9, 0], [-1, 2, 1, -2], [0, 0, 0, 0]])
-@pytest.mark.parametrize("engine", ["eager", "jit"])
-def test_pad_modes_match_numpy(engine, mode, pads):
-    x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    widths = [(pads[0], pads[2]), (pads[1], pads[3])]
-    want = pad_oracle(x, widths, mode, np.float32(-5))
-    if engine == "eager":
-        got = pad(x, pads, np.float32(-5), mode=mode)
-    else:
-        got = dsl.jit(lambda a: pad(a, pads, -5.0, mode=mode) * 1.0)(x)
-    assert_same(got, want)
-
-
-def test_pad_axes_and_constant_value_types():
-    x = np.arange(6, dtype=np.int32).reshape(2, 3)
-    assert_same(pad(x, [1, 2], np.int32(9), axes=[-1]), np.pad(x, [(0, 0), (1, 2)], constant_values=9))
-    assert_same(pad(x, np.array([1, 0, 0, 1]), 7, axes=np.array([1, 0], np.int32)),
-                np.pad(x, [(0, 1), (1, 0)], constant_values=7))
-    assert_same(pad(np.array([True]), [1, 0]), np.array([False, True]))
-    assert pad(np.array(["a"], object), [0, 1], np.array("z", object)).tolist() == ["a", "z"]
-    assert_same(pad(np.arange(3.0), [1, 1], 2.5, opset=2), np.array([2.5, 0, 1, 2, 2.5]))
-
-
-@pytest.mark.parametrize("kwargs, message", [
-    ({"pads": [1, 1, 1]}, r"pads \[1, 1, 1\] has 3 entries; expected 2 \* 2"),
-    ({"pads": [0, 0, 0, 0], "mode": "circular"}, r"mode 'circular' is not supported"),
-    ({"pads": [-3, 0, -1, 0]}, r"remove 4 elements from axis 0 of size 3"),
-    ({"pads": [1, 1], "axes": [1, -1]}, r"repeat axis 1"),
-    ({"pads": [1, 1], "axes": [2]}, r"axis 2 out of range"),
-    ({"pads": [-3, 0, 1, 0], "mode": "edge"}, r"cannot pad axis 0 \(size 0 after removals\) in edge mode"),
-    ({"pads": [0, 0, 0, 0], "constant_value": np.zeros(2, np.float32)}, r"constant_value must be a scalar"),
-])
-def test_pad_errors_name_the_op_and_value(kwargs, message):
-    with pytest.raises(dsl.DslError, match=rf"^Pad: .*{message}"):
-        pad(np.zeros((3, 2), np.float32), **kwargs)
-
-
-def test_pad_version_rules():
-    with pytest.raises(dsl.DslError, match=r"^Pad: mode 'wrap' is not supported at version 18"):
-        pad(np.zeros(3, np.float32), [1, 1], mode="wrap", opset=18)
-    with pytest.raises(dsl.DslError, match=r"^Pad: paddings \[-1, 0\] has a negative entry"):
-        pad(np.zeros(3, np.float32), [-1, 0], opset=1)
-    with pytest.raises(dsl.DslError, match=r"^Pad: argument axes=\[0\] does not exist at opset version 13"):
-        pad(np.zeros(3, np.float32), [1, 1], axes=[0], opset=13)
-
-
 # ---- DepthToSpace / SpaceToDepth -----------------------------------------------------------------------
 def d2s_oracle(x, bs, mode):
     b, c, h, w = x.shape
@@ -357,55 +279,9 @@ def test_reverse_sequence_errors(lens, kwargs, message):
         reverse_sequence(np.zeros((4, 3)), np.array(lens, np.int64), **kwargs)
 
 
-# ---- CenterCropPad --------------------------------------------------------------------------------------
-def crop_pad_oracle(x, target, axes):
-    for axis, size in zip([a % x.ndim for a in axes], target):
-        dim = x.shape[axis]
-        if size <= dim:
-            start = (dim - size) // 2
-            x = np.take(x, range(start, start + size), axis=axis)
-        else:
-            before = (size - dim) // 2
-            widths = [(0, 0)] * x.ndim
-            widths[axis] = (before, size - dim - before)
-            x = pad_oracle(x, widths, "constant", "" if x.dtype.kind == "O" else np.zeros((), x.dtype))
-    return x
-
-
-def test_center_crop_pad_every_version_and_type():
-    for version, dt, allowed in every_type("CenterCropPad"):
-        x = make_array(dt, (5, 2, 3), seed=version)
-        before = snapshot(x)
-        check_type("CenterCropPad", version, dt, allowed, lambda: center_crop_pad(x, [2, 5], [0, -1], opset=version),
-                   lambda: crop_pad_oracle(x, [2, 5], [0, -1]))
-        assert snapshot(x) == before
-
-
-@pytest.mark.parametrize("target", [[4, 4, 4], [1, 2, 7], [5, 2, 3], [0, 3, 6]])
-def test_center_crop_pad_shapes_and_jit(target):
-    x = np.arange(30, dtype=np.float32).reshape(5, 2, 3)
-    want = crop_pad_oracle(x, target, [0, 1, 2])
-    assert_same(center_crop_pad(x, np.array(target, np.int32)), want)
-    assert_same(dsl.jit(lambda a: center_crop_pad(a, target) * 1.0)(x), want)
-
-
-@pytest.mark.parametrize("shape, axes, message", [
-    ([1, 2], None, r"shape has 2 entries; expected one per axis of \[0, 1, 2\]"),
-    ([1, -2, 1], None, r"negative entry"),
-    ([1, 1], [0, -3], r"repeat axis 0"),
-])
-def test_center_crop_pad_errors(shape, axes, message):
-    with pytest.raises(dsl.DslError, match=rf"^CenterCropPad: .*{message}"):
-        center_crop_pad(np.zeros((2, 3, 4)), shape, axes)
-
-
 # ---- values known only at run time, Split-1's typed input, packed Tensors --------------------------------
-def test_runtime_computed_pads_split_and_shape_are_planned_when_run():
+def test_runtime_computed_split_is_planned_when_run():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    f = dsl.jit(lambda a, p: pad(a, p * 1, mode="wrap"))
-    assert_same(f(x, np.array([1, 0, 0, 2])), pad_oracle(x, [(1, 0), (0, 2)], "wrap", None))
-    g = dsl.jit(lambda a, s: center_crop_pad(a, s + 0))
-    assert_same(g(x, np.array([1, 6])), crop_pad_oracle(x, [1, 6], [0, 1]))
     h = dsl.jit(lambda a, s: split(a, s * 1, axis=1))
     for got, want in zip(h(x, np.array([1, 3])), np.split(x, [1], axis=1)):
         assert_same(got, want)
@@ -419,12 +295,8 @@ def test_split_version_1_takes_lengths_of_the_data_type():
         dsl.eager.call("Split", x, 1, split=np.array([2.5, 2.5]), outputs=2)
 
 
-def test_packed_tensors_pad_and_split():
+def test_packed_tensors_split():
     from dsl_test_helpers import as_tensor
-    x = make_array(dtypes.dtype("int4"), (3, 5), seed=4)
-    got = pad(as_tensor(x), [0, 1, 0, 2], mode="reflect")
-    assert isinstance(got, dsl.Tensor)
-    assert_same(got.numpy(), pad_oracle(x, [(0, 0), (1, 2)], "reflect", None))
     y = make_array(dtypes.dtype("bfloat16"), (3, 5), seed=5)
     parts = split(as_tensor(y), [1, 4], axis=1)
     assert all(isinstance(part, dsl.Tensor) for part in parts)

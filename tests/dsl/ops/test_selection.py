@@ -210,3 +210,13 @@ def test_nonzero_jit_results_sliced_and_computed_on(index):
     np.testing.assert_array_equal(f(m), np.array(np.nonzero(m))[index] * 2)
     m2 = np.eye(5, dtype=bool)
     np.testing.assert_array_equal(f(m2), np.array(np.nonzero(m2))[index] * 2)
+
+
+def test_shape_ops_after_compress_are_planned_at_run_time():
+    """Flatten (and any op whose plan needs dims) after a data-dependent count plans again on the
+    real shape (it raised a TypeError on its None dims once)."""
+    x = np.arange(60, dtype=np.float32).reshape(3, 4, 5)
+    keep = np.array([True, False, True])
+    f = dsl.jit(lambda v, m: dsl.flatten(compress(v, m, axis=0), 1) + 1.0)
+    np.testing.assert_array_equal(f(x, keep), x[keep].reshape(2, 20) + 1)
+    np.testing.assert_array_equal(f(x, ~keep), x[~keep].reshape(1, 20) + 1)
