@@ -105,7 +105,7 @@ def _check_picks(steps: list) -> list:
     return steps
 
 
-def _gathered(graph: Graph, fusable: dict, calls: dict) -> set:
+def _gathered(graph: Graph, fusable: dict) -> set:
     """The data and indices of fused gathers: read from memory (the indices are checked there
     before the kernel runs; the data is read at loaded offsets)."""
     found = set()
@@ -146,7 +146,7 @@ def partition(graph: Graph, calls: dict, constants: dict) -> list:
     """Steps in execution order for a graph whose types are all concrete."""
     unstaged: set = set()
     unfused: set = set()
-    apart: set = set()  # concatenations and gathers computed by kernels of their own
+    apart: set = set()  # gathers computed by plain kernels of their own (Unfusable(apart=True))
     while True:
         try:
             return _check_picks(_partition(graph, calls, constants, unstaged, unfused, apart))
@@ -183,7 +183,7 @@ def _partition(graph: Graph, calls: dict, constants: dict, unstaged: set, unfuse
     cuts = set(needed)
     cones = _bound_cones(graph, fusable, needed)
     cuts = needed - cuts  # values materialized only to bound kernels: later kernels read them
-    gathered = _gathered(graph, fusable, calls) | apart
+    gathered = _gathered(graph, fusable) | apart
     needed |= gathered
     cuts |= gathered
     # a row node whose result only feeds a chain of same-shape elementwise ops computes them in
