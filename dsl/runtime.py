@@ -239,9 +239,33 @@ class Leaves:
         self.leaves = leaves
         self.names = [leaf.value.name for leaf in leaves]
         self.raws = [np.dtype(kir_types.storage(leaf.dtype)) for leaf in leaves]
+        self.contiguous = None  # (shapes, plan) for inputs that are all C-contiguous ndarrays
 
     def values(self, env: dict) -> list:
         return [env[name] for name in self.names]
+
+    def lookup(self, plans: LRU, objs: list) -> tuple:
+        """(the cached launch plan for these inputs' layouts, their flat buffers), or (None,
+        None). C-contiguous ndarrays of the shapes last planned that way take that plan without
+        building the layout key (a small kernel's whole call costs microseconds)."""
+        found = self.contiguous
+        if found is not None:
+            flats = []
+            for obj, shape, raw in zip(objs, found[0], self.raws):
+                if type(obj) is not np.ndarray or obj.shape != shape or not obj.flags.c_contiguous:
+                    break
+                flat = obj.reshape(-1)
+                flats.append(flat if flat.dtype == raw else flat.view(raw))
+            else:
+                return found[1], flats
+        plan = plans.get(self.key(objs))
+        return (None, None) if plan is None else (plan, self.buffers(objs))
+
+    def remember(self, plans: LRU, objs: list, plan) -> None:
+        """Cache ``plan`` for these inputs' layouts (see lookup)."""
+        plans[self.key(objs)] = plan
+        if all(type(o) is np.ndarray and o.flags.c_contiguous for o in objs):
+            self.contiguous = (tuple(o.shape for o in objs), plan)
 
     @staticmethod
     def key(objs: list) -> tuple:
@@ -386,16 +410,14 @@ class KernelRunner:
             if check.bounds is None or not _bits.within(indices.reshape(-1, len(check.bounds[0])), *check.bounds):
                 check.check(check.call, indices)  # (raises, with the details)
         objs = self.leaves.values(env)
-        key = self.leaves.key(objs)
-        plan = self.plans.get(key)
+        plan, buffers = self.leaves.lookup(self.plans, objs)
         if plan is None:
             cacheable, (kernel, streamed), shape, (params, extras), storages = self._plan(objs)
             buffers = [b for b, _ in storages]
             if cacheable:
-                self.plans[key] = ((kernel, streamed), shape, (params, extras))
+                self.leaves.remember(self.plans, objs, ((kernel, streamed), shape, (params, extras)))
         else:
             (kernel, streamed), shape, (params, extras) = plan
-            buffers = self.leaves.buffers(objs)
         args = []
         for buffer, (offset, strides) in zip(buffers, params):
             args += (buffer, offset, strides)

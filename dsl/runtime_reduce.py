@@ -152,16 +152,13 @@ class ReduceRunner:
 
     def run(self, env: dict) -> None:
         objs = self.leaves.values(env)
-        key = self.leaves.key(objs)
-        plan = self.plans.get(key)
+        plan, buffers = self.leaves.lookup(self.plans, objs)
         if plan is None:
             storages, views, cacheable = self._layout(objs)
             plan = self._plan(storages, views)
             if cacheable:
-                self.plans[key] = plan
+                self.leaves.remember(self.plans, objs, plan)
             buffers = [buffer for buffer, _ in storages]
-        else:
-            buffers = self.leaves.buffers(objs)
         kernel, order, layout, extent, params, kept, combine, launches = plan
         spans = tuple(self._spans(extent, layout))
         arguments = launches.get(spans)

@@ -183,6 +183,8 @@ def _store(pad: str, name: str, index: str, value: str, stream: bool) -> str:
 def _accumulate(op: str, name: str, value: str, dtype: str) -> str:
     if op == "add":
         return f"_bits.add_step({name}, {value})"
+    if op in ("maxnum", "minnum"):
+        return f"_bits.{op}_step({name}, {value})"
     if types.is_float(dtype):
         return f"_bits.{op}imum_step({name}, {value})"
     return f"_bits.{op}_step({name}, {value})"

@@ -273,7 +273,7 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
         rows = _softmax_row_f32 if fast_softmax else _softmax_row
         body += rows(kind, value, value_domain, ind, last, row_pass, store)
         return "\n".join(body + _fence(stream)) + "\n"
-    steps, stores = [], []
+    steps, stores, exact = [], [], []
     for j, (kind, out_dtype) in enumerate(zip(kinds, out_dtypes)):
         acc, init = f"acc{j}", _ROW_INIT[kind]
         # integer sums in uint64: the same bits as int64, without numba's no-signed-wrap promise
@@ -282,7 +282,11 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
             "int64" if kind == "mean" else "uint64"
         body.append(f"{ind}{acc} = np.{acc_domain}({init})" if init in ("0",) or is_float
                     else f"{ind}{acc} = {_int_extreme(value_domain, kind)}")
-        steps.append(_accumulate(kind, acc, f"np.{acc_domain}({value})", is_float))
+        if kind in ("max", "min") and is_float:  # (maxnum and a NaN flag: see _guard_extremes)
+            steps.append(f"{acc} = _bits.{kind}num_step({acc}, np.{acc_domain}({value}))")
+            exact.append((acc, f"np.{acc_domain}({init})", _accumulate(kind, acc, f"np.{acc_domain}({value})", True)))
+        else:
+            steps.append(_accumulate(kind, acc, f"np.{acc_domain}({value})", is_float))
         result = acc
         if kind == "mean":  # integers: the exact mean truncated toward zero
             result = f"{acc} / np.float64(rowlen)" if is_float else f"_c_div({acc}, np.int64(rowlen))"
@@ -304,7 +308,22 @@ def row_source(group: Group, kind, rank: int, leaf_kinds, out_dtype, stream: tup
             continue
         coerced = scalar.coerce(result, acc_domain, out_dtype)
         stores.append(f"{ind}out{j}[{row_index}] = {scalar.store(out_dtype, coerced)}")
+    if exact:
+        steps.append(f"rnan_ = rnan_ | ({value} != {value})")
+        body.append(f"{ind}rnan_ = False")
+        passes = row_pass(steps) + _guard_extremes(exact, ind, lambda extra: ["    " + line for line in row_pass(extra)])
+        return "\n".join(body + passes + stores) + "\n"
     return "\n".join(body + row_pass(steps) + stores) + "\n"
+
+
+def _guard_extremes(exact: list, ind: str, row_pass) -> list[str]:
+    """Float max / min rows accumulate maxnum / minnum (one SIMD instruction; kernels/bits.py)
+    and a NaN flag ``rnan_``; a row that saw a NaN or whose extreme is a zero is reduced again
+    with the exact IEEE maximum / minimum steps. ``exact``: per accumulator (name, initial
+    value, exact step); ``row_pass(steps)``: a pass over the row, one level deeper."""
+    redo = " or ".join(["rnan_", *[f"{acc} == 0" for acc, _, _ in exact]])
+    return [f"{ind}if {redo}:", *[f"{ind}    {acc} = {init}" for acc, init, _ in exact],
+            *row_pass([step for _, _, step in exact])]
 
 
 def _softmax_row(kind, value, value_domain, ind, last, row_pass, store) -> list[str]:
@@ -332,7 +351,14 @@ def _softmax_passes(kind, value, ind, last, row_pass, store, domain: str, exp: s
     narrow = (lambda x: f"np.{domain}({x})") if domain != "float64" else (lambda x: x)
     inner = ind + "    "
     lines = [f"{ind}acc = {narrow('-np.inf')}"]
-    lines += row_pass([f"v = np.{domain}({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
+    if exp == "_vmath.exp_f32":  # fast math: maxnum and a NaN flag, the rare rows rescanned from tmp
+        lines.append(f"{ind}rnan_ = False")
+        lines += row_pass([f"v = np.{domain}({value})", f"tmp[i{last}] = v", "acc = _bits.maxnum_step(acc, v)",
+                           "rnan_ = rnan_ | (v != v)"])
+        lines += _guard_extremes([("acc", narrow("-np.inf"), _accumulate("max", "acc", "tmp[r_]", True))], ind,
+                                 lambda steps: [f"{ind}    for r_ in range(rowlen):", *[f"{ind}        {x}" for x in steps]])
+    else:
+        lines += row_pass([f"v = np.{domain}({value})", f"tmp[i{last}] = v", _accumulate("max", "acc", "v", True)])
     wide = (lambda x: f"np.float64({x})") if domain != "float64" else (lambda x: x)
     lines += [f"{ind}total = 0.0", f"{ind}for i{last} in range(rowlen):", f"{inner}e = {exp}(tmp[i{last}] - acc)",
               f"{inner}total = _bits.add_step(total, {wide('e')})"]

@@ -204,6 +204,7 @@ def _binary(op: str, a, b):
 
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
+           "maxnum": np.fmax, "minnum": np.fmin,  # (Accum only: NaN and zeros are guarded by the schedule)
            "floordiv": np.floor_divide, "mod": np.remainder,
            "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,

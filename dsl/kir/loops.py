@@ -16,8 +16,8 @@ may load from buffers at index expressions.
   converted to uint64 (gathers; the schedule validates them before the kernel runs).
 - ``For(var, start, stop, body)`` loops ``var`` over [start, stop) (uint64); ``Assign`` binds
   (or rebinds) a named scalar; ``Accum(name, op, value)`` is ``name = op(name, value)`` that a
-  backend may reassociate (vectorized sums: add, max, min); ``Store`` writes an element
-  (``stream``: a non-temporal store, the backend's choice of instruction; ``raw``: the value is
+  backend may reassociate (vectorized sums and extremes: ACCUMULATIONS); ``Store`` writes an
+  element (``stream``: a non-temporal store, the backend's choice of instruction; ``raw``: the value is
   the element's storage bits, as a raw Load gives them); ``Alloc`` gives a temp
   buffer ``size`` elements; ``If(cond, then, orelse)`` branches; ``Move(dst, di, src, si)``
   copies one element's storage bits; ``TransposeBlock`` copies a ``lanes`` x ``lanes`` square
@@ -76,10 +76,16 @@ class Assign:
     value: Expr
 
 
+# Accum ops. maxnum / minnum: max / min of floats that a backend may compute as if no value
+# were NaN and either zero could win; a schedule using them checks for NaN and zero results
+# itself and then reduces again with max / min (dsl/kir/reduce_schedule.py guarded_extreme).
+ACCUMULATIONS = ("add", "max", "min", "maxnum", "minnum")
+
+
 @dataclass
 class Accum:
     name: str
-    op: str  # add | max | min
+    op: str  # one of ACCUMULATIONS
     value: Expr
 
 
@@ -243,7 +249,7 @@ def verify(kernel: Kernel) -> None:
             elif isinstance(statement, (Assign, Accum)):
                 check_expr(statement.value)
                 if isinstance(statement, Accum):
-                    _require(statement.name in defined and statement.op in ("add", "max", "min"),
+                    _require(statement.name in defined and statement.op in ACCUMULATIONS,
                              f"{kernel.name}: accumulation into {statement.name} ({statement.op})")
                 defined.add(statement.name)
             elif isinstance(statement, Store):
@@ -349,6 +355,6 @@ def format_kernel(kernel: Kernel) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Accum", "Alloc", "Assign", "Buffer", "For", "INDEX", "If", "Kernel", "Load", "Move", "ParamVector",
+__all__ = ["ACCUMULATIONS", "Accum", "Alloc", "Assign", "Buffer", "For", "INDEX", "If", "Kernel", "Load", "Move", "ParamVector",
            "Prefetch", "Store", "TransposeBlock", "add", "format_kernel", "index", "index_var", "load", "mul", "verify", "walk",
            "IRError"]

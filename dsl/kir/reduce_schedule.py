@@ -168,10 +168,13 @@ def _reduce_pass(kind: str, value: kir.Expr, acc_buffer: L.Buffer, layout: Reduc
     wide = kir.convert(value, acc_type)
     suffix_dims = list(range(layout.suffix, rank))
     if suffix_dims:
-        step = L.Assign(name, combine(kind, kir.var(name, acc_type), wide)) if acc_type == "bool" else \
-            L.Accum(name, {"sum": "add", "mean": "add"}.get(kind, kind), wide)  # (reassociable: vectorizes)
-        inner = [L.Assign(name, _init(kind, acc_type)), *_nest(suffix_dims, layout, [step]),
-                 L.Store(acc_buffer, acc_index, combine(kind, L.load(acc_buffer, acc_index), kir.var(name, acc_type)))]
+        store = L.Store(acc_buffer, acc_index, combine(kind, L.load(acc_buffer, acc_index), kir.var(name, acc_type)))
+        if kind in ("max", "min") and types.is_float(acc_type):
+            inner = [*guarded_extreme(name, kind, wide, lambda body: _nest(suffix_dims, layout, body)), store]
+        else:
+            step = L.Assign(name, combine(kind, kir.var(name, acc_type), wide)) if acc_type == "bool" else \
+                L.Accum(name, {"sum": "add", "mean": "add"}.get(kind, kind), wide)  # (reassociable: vectorizes)
+            inner = [L.Assign(name, _init(kind, acc_type)), *_nest(suffix_dims, layout, [step]), store]
     else:
         inner = [L.Store(acc_buffer, acc_index, combine(kind, L.load(acc_buffer, acc_index), wide))]
     init = _nest(layout.acc_dims, layout, [L.Store(acc_buffer, acc_index, _init(kind, acc_type))])
@@ -179,6 +182,22 @@ def _reduce_pass(kind: str, value: kir.Expr, acc_buffer: L.Buffer, layout: Reduc
     if suffix_dims or not layout.acc_dims:
         return [*init, *_nest(dims, layout, inner)]
     return [*init, *_unrolled(dims, layout, kind, wide, combine, acc_buffer, acc_index)]
+
+
+def guarded_extreme(name: str, kind: str, value: kir.Expr, loops) -> list:
+    """Statements leaving in scalar ``name`` the float max / min (IEEE maximum / minimum: NaN
+    propagates, -0 < +0) of ``value`` over the loops ``loops(body)`` builds around a body. The
+    loops first accumulate maxnum / minnum (one SIMD instruction) and a NaN flag; only where
+    a NaN was seen or the result is a zero do they run again with max / min. Same result;
+    max over [8, 128256] float32 rows: 80 -> 48 us (numpy 53)."""
+    dtype = value.dtype
+    seen, moved = f"{name}nan", f"{name}v"
+    flag, here = kir.var(seen, "bool"), kir.var(moved, dtype)
+    fast = loops([L.Assign(moved, value), L.Accum(name, kind + "num", here),
+                  L.Assign(seen, kir.binary("or", flag, kir.compare("ne", here, here)))])
+    redo = kir.binary("or", flag, kir.compare("eq", kir.var(name, dtype), kir.const(0.0, dtype)))
+    exact = [L.Assign(name, _init(kind, dtype)), *loops([L.Accum(name, kind, value)])]
+    return [L.Assign(name, _init(kind, dtype)), L.Assign(seen, kir.const(False, "bool")), *fast, L.If(redo, exact)]
 
 
 UNROLL = 4  # reduced indices folded into one accumulator update (sum over axis 0: 3.9 -> 2.5 ms)
@@ -436,10 +455,13 @@ def _arg_row(value, r: int, extreme_kind: str, last: bool, where: kir.Expr, out:
     def span(start):
         return start, kir.binary("min", L.add(start, block), n)
     blocks = kir.binary("floordiv", L.add(n, L.index(ARG_BLOCK - 1)), block)
+    if types.is_float(dtype):
+        extreme_of_block = guarded_extreme("rext_", extreme_kind, value, lambda body: [L.For(f"i{r}", *span(low), body)])
+    else:
+        extreme_of_block = [L.Assign("rext_", _init(extreme_kind, dtype)),
+                            L.For(f"i{r}", *span(low), [L.Accum("rext_", extreme_kind, value)])]
     scan = L.For("ab_", L.index(0), blocks, [
-        L.Assign("rext_", _init(extreme_kind, dtype)),
-        L.For(f"i{r}", *span(low), [L.Accum("rext_", extreme_kind, value)]),
-        L.If(beats, [L.Assign("abest_", extreme), L.Assign("ablock_", L.index_var("ab_"))])])
+        *extreme_of_block, L.If(beats, [L.Assign("abest_", extreme), L.Assign("ablock_", L.index_var("ab_"))])])
     position = L.For(f"i{r}", *span(L.mul(winner, block)),
                      [L.Accum("rpos_", "max" if last else "min", _candidate(value, best, r, last))])
     return [L.Assign("abest_", _init(extreme_kind, dtype)), L.Assign("ablock_", L.index(0)), scan,
