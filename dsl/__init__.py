@@ -18,6 +18,12 @@ from .functional import (abs, add, argmax, argmin, bitcast, center_crop_pad, cli
                          reduce_sum_square, relu, reverse_sequence, scatter_elements, scatter_nd, sigmoid, size,
                          slice, softmax, space_to_depth, split, sqrt, stack, sub, tanh, tensor_scatter, tile, topk, trilu,
                          where)
+from .functional import (acos, acosh, asin, asinh, atan, atanh, ceil, cos, cosh, floor, is_inf,  # noqa: A004
+                         is_nan, round, sign, sin, sinh, tan)
+from .functional import (bit_shift, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, mean, mod,  # noqa: A004
+                         sum, xor)
+from .functional import (celu, elu, gelu, hard_sigmoid, hard_swish, leaky_relu, mish, prelu, selu, shrink,
+                         softplus, softsign, swiglu, swish, thresholded_relu)
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -57,6 +63,9 @@ __all__ = [
     "stack", "split", "tile", "pad", "depth_to_space", "space_to_depth", "reverse_sequence", "center_crop_pad",
     "gather_elements", "gather_nd", "scatter_elements", "scatter_nd", "one_hot", "compress", "nonzero",
     "tensor_scatter", "cumsum", "cumprod", "topk", "trilu", "eye_like", "hardmax", "bitcast",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "round", "sign", "is_nan", "is_inf",
+    "mod", "bit_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "xor", "sum", "mean",
+    "elu", "selu", "celu", "leaky_relu", "prelu", "hard_sigmoid", "hard_swish", "softplus", "softsign", "thresholded_relu", "shrink", "gelu", "mish", "swish", "swiglu",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",

@@ -240,6 +240,33 @@ UFUNCS = {  # numpy ufunc name -> the dsl function of its ONNX op (numpy's argum
 }
 
 
+def _logical_or_bitwise(logical, bitwise):
+    """numpy's bitwise_and / or / xor / invert: logical on bool tensors, bitwise on integers."""
+    def apply(*inputs):
+        anchor = next(v for v in inputs if isinstance(v, Tracer))
+        return (logical if anchor.dtype.kind == "bool" else bitwise)(*inputs)
+    return apply
+
+
+UFUNCS.update({  # (dsl/ops/bitwise.py)
+    "remainder": functional.mod, "fmod": lambda a, b: functional.mod(a, b, fmod=1),
+    "left_shift": lambda a, b: functional.bit_shift(a, b, direction="LEFT"),
+    "right_shift": lambda a, b: functional.bit_shift(a, b, direction="RIGHT"),
+    "bitwise_and": _logical_or_bitwise(functional.logical_and, functional.bitwise_and),
+    "bitwise_or": _logical_or_bitwise(functional.logical_or, functional.bitwise_or),
+    "bitwise_xor": _logical_or_bitwise(functional.xor, functional.bitwise_xor),
+    "invert": _logical_or_bitwise(functional.logical_not, functional.bitwise_not),
+    "logical_xor": functional.xor,
+})
+UFUNCS.update({  # (dsl/ops/trig.py, dsl/ops/rounding.py; numpy's rint rounds half to even, as Round)
+    "sin": functional.sin, "cos": functional.cos, "tan": functional.tan, "arcsin": functional.asin,
+    "arccos": functional.acos, "arctan": functional.atan, "sinh": functional.sinh, "cosh": functional.cosh,
+    "arcsinh": functional.asinh, "arccosh": functional.acosh, "arctanh": functional.atanh,
+    "floor": functional.floor, "ceil": functional.ceil, "rint": functional.round, "sign": functional.sign,
+    "isnan": functional.is_nan, "isinf": functional.is_inf,
+})
+
+
 def array_ufunc(x, ufunc, method: str, *inputs, **kwargs):
     """numpy ufuncs on traced values (``np.exp(x)``, ``y_numpy + x``) as their ONNX ops."""
     name = getattr(ufunc, "__name__", repr(ufunc))

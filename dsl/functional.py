@@ -454,7 +454,7 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims=True, noop_with_empty_axes=F
     casts (exp overflows past 709, not 88), rounded to x's type.
 
     Example:
-        >>> round(float(reduce_log_sum_exp(np.zeros((1, 4), np.float32), [1], keepdims=False)[0]), 6)
+        >>> print(f"{float(reduce_log_sum_exp(np.zeros((1, 4), np.float32), [1], keepdims=False)[0]):.6f}")
         1.386294
     """
     return _reduce("ReduceLogSumExp", data, axes, keepdims, noop_with_empty_axes, opset, axis)
@@ -954,3 +954,438 @@ def range(start, limit, delta, *, opset: int | None = None):  # noqa: A001  (the
     else:
         values = [_weak("Range", v, anchor) for v in values]
     return call("Range", values[0], opset, limit=values[1], delta=values[2])
+
+
+# ---- trigonometric, hyperbolic and rounding ops (dsl/ops/trig.py, dsl/ops/rounding.py) ----
+def sin(x, *, opset: int | None = None):
+    """ONNX Sin: the sine of ``x`` (radians); float16/bfloat16 computed in float32, rounded once.
+
+    Example:
+        >>> sin(np.array([0.0, np.pi / 2], np.float32)).tolist()
+        [0.0, 1.0]
+    """
+    return call("Sin", x, opset)
+
+
+def cos(x, *, opset: int | None = None):
+    """ONNX Cos: the cosine of ``x`` (radians).
+
+    Example:
+        >>> cos(np.array([0.0, np.pi])).tolist()
+        [1.0, -1.0]
+    """
+    return call("Cos", x, opset)
+
+
+def tan(x, *, opset: int | None = None):
+    """ONNX Tan: the tangent of ``x`` (radians); -0 stays -0.
+
+    Example:
+        >>> tan(np.array([-0.0, np.pi / 4], np.float32)).tolist()
+        [-0.0, 1.0]
+    """
+    return call("Tan", x, opset)
+
+
+def asin(x, *, opset: int | None = None):
+    """ONNX Asin: the arcsine of ``x`` in [-pi/2, pi/2]; NaN outside [-1, 1].
+
+    Example:
+        >>> asin(np.array([1.0, 2.0], np.float32)).tolist()
+        [1.5707963705062866, nan]
+    """
+    return call("Asin", x, opset)
+
+
+def acos(x, *, opset: int | None = None):
+    """ONNX Acos: the arccosine of ``x`` in [0, pi]; NaN outside [-1, 1].
+
+    Example:
+        >>> acos(np.array([1.0, -1.0])).tolist()
+        [0.0, 3.141592653589793]
+    """
+    return call("Acos", x, opset)
+
+
+def atan(x, *, opset: int | None = None):
+    """ONNX Atan: the arctangent of ``x`` in [-pi/2, pi/2].
+
+    Example:
+        >>> atan(np.array([np.inf, -0.0])).tolist()
+        [1.5707963267948966, -0.0]
+    """
+    return call("Atan", x, opset)
+
+
+def sinh(x, *, opset: int | None = None):
+    """ONNX Sinh: the hyperbolic sine of ``x``.
+
+    Example:
+        >>> sinh(np.array([0.0, 1.0])).tolist()
+        [0.0, 1.1752011936438014]
+    """
+    return call("Sinh", x, opset)
+
+
+def cosh(x, *, opset: int | None = None):
+    """ONNX Cosh: the hyperbolic cosine of ``x``.
+
+    Example:
+        >>> cosh(np.array([0.0, -np.inf])).tolist()
+        [1.0, inf]
+    """
+    return call("Cosh", x, opset)
+
+
+def asinh(x, *, opset: int | None = None):
+    """ONNX Asinh: the inverse hyperbolic sine of ``x``.
+
+    Example:
+        >>> asinh(np.array([-0.0, 1.0])).tolist()
+        [-0.0, 0.881373587019543]
+    """
+    return call("Asinh", x, opset)
+
+
+def acosh(x, *, opset: int | None = None):
+    """ONNX Acosh: the inverse hyperbolic cosine of ``x``; NaN below 1.
+
+    Example:
+        >>> acosh(np.array([1.0, 0.5])).tolist()
+        [0.0, nan]
+    """
+    return call("Acosh", x, opset)
+
+
+def atanh(x, *, opset: int | None = None):
+    """ONNX Atanh: the inverse hyperbolic tangent of ``x``; +-inf at +-1, NaN beyond.
+
+    Example:
+        >>> atanh(np.array([0.5, -1.0])).tolist()
+        [0.5493061443340549, -inf]
+    """
+    return call("Atanh", x, opset)
+
+
+def floor(x, *, opset: int | None = None):
+    """ONNX Floor: the largest integral value <= ``x`` (-0, +-inf and NaN kept).
+
+    Example:
+        >>> floor(np.array([-1.5, 2.5], np.float32)).tolist()
+        [-2.0, 2.0]
+    """
+    return call("Floor", x, opset)
+
+
+def ceil(x, *, opset: int | None = None):
+    """ONNX Ceil: the smallest integral value >= ``x`` (-0, +-inf and NaN kept).
+
+    Example:
+        >>> ceil(np.array([-1.5, 2.5], np.float32)).tolist()
+        [-1.0, 3.0]
+    """
+    return call("Ceil", x, opset)
+
+
+def round(x, *, opset: int | None = None):  # noqa: A001  (the ONNX op's name)
+    """ONNX Round: ``x`` rounded to the nearest integral value, halves to even (as np.rint).
+
+    Example:
+        >>> round(np.array([0.5, 1.5, 2.5, -0.5], np.float32)).tolist()
+        [0.0, 2.0, 2.0, -0.0]
+    """
+    return call("Round", x, opset)
+
+
+def sign(x, *, opset: int | None = None):
+    """ONNX Sign: -1, 0 or 1 in ``x``'s type by the sign of each element (NaN stays NaN).
+
+    Example:
+        >>> sign(np.array([-3, 0, 7], np.int8)).tolist()
+        [-1, 0, 1]
+    """
+    return call("Sign", x, opset)
+
+
+def is_nan(x, *, opset: int | None = None):
+    """ONNX IsNaN: whether each element of ``x`` is NaN, as bool (float8 inputs from opset 20).
+
+    Example:
+        >>> is_nan(np.array([np.nan, 1.0], np.float32)).tolist()
+        [True, False]
+    """
+    return call("IsNaN", x, opset)
+
+
+def is_inf(x, *, detect_negative=1, detect_positive=1, opset: int | None = None):
+    """ONNX IsInf: whether each element of ``x`` is +inf (if ``detect_positive``) or -inf (if
+    ``detect_negative``), as bool.
+
+    Example:
+        >>> is_inf(np.array([np.inf, -np.inf, 1.0]), detect_negative=0).tolist()
+        [True, False, False]
+    """
+    return call("IsInf", x, opset, detect_negative=_flag(detect_negative), detect_positive=_flag(detect_positive))
+
+
+# ---- bitwise, modulo and variadic ops (dsl/ops/bitwise.py, dsl/ops/variadic.py) ----
+def mod(a, b, *, fmod=0, opset: int | None = None):
+    """ONNX Mod: ``a mod b``, numpy broadcasting; fmod=0 has the sign of ``b`` (Python's ``%``,
+    np.remainder), fmod=1 the sign of ``a`` (C fmod, np.fmod).
+
+    Floats need fmod=1 before opset 28 (a DTypeError otherwise). Integer ``x mod 0`` is 0
+    (numpy's answer, without a warning); float ``x mod 0`` is NaN.
+
+    Example:
+        >>> mod(np.array([-7, 7, 5], np.int32), np.array([3, -3, 0], np.int32)).tolist()
+        [2, -2, 0]
+    """
+    return call("Mod", _weak("Mod", a, b), opset, B=_weak("Mod", b, a), fmod=_flag(fmod))
+
+
+def bit_shift(x, y, *, direction: str, opset: int | None = None):
+    """ONNX BitShift: ``x`` shifted ``y`` bits, direction "LEFT" or "RIGHT" (unsigned types; signed
+    from opset 28, RIGHT arithmetic). A shift outside [0, bits) gives 0 (-1 for RIGHT of a negative x).
+
+    Example:
+        >>> bit_shift(np.array([1, 255], np.uint8), np.array([3, 8], np.uint8), direction="LEFT").tolist()
+        [8, 0]
+    """
+    return call("BitShift", _weak("BitShift", x, y), opset, Y=_weak("BitShift", y, x), direction=direction)
+
+
+def bitwise_and(a, b, *, opset: int | None = None):
+    """ONNX BitwiseAnd (opset >= 18) of integer tensors, broadcast.
+
+    Example:
+        >>> bitwise_and(np.array([12, -1], np.int8), 10).tolist()
+        [8, 10]
+    """
+    return _binary("BitwiseAnd", a, b, opset)
+
+
+def bitwise_or(a, b, *, opset: int | None = None):
+    """ONNX BitwiseOr (opset >= 18) of integer tensors, broadcast.
+
+    Example:
+        >>> bitwise_or(np.array([12, 1], np.uint8), 10).tolist()
+        [14, 11]
+    """
+    return _binary("BitwiseOr", a, b, opset)
+
+
+def bitwise_xor(a, b, *, opset: int | None = None):
+    """ONNX BitwiseXor (opset >= 18) of integer tensors, broadcast.
+
+    Example:
+        >>> bitwise_xor(np.array([12, 1], np.uint8), 10).tolist()
+        [6, 11]
+    """
+    return _binary("BitwiseXor", a, b, opset)
+
+
+def bitwise_not(x, *, opset: int | None = None):
+    """ONNX BitwiseNot (opset >= 18) of an integer tensor.
+
+    Example:
+        >>> bitwise_not(np.array([0, 5], np.uint8)).tolist()
+        [255, 250]
+    """
+    return call("BitwiseNot", x, opset)
+
+
+def xor(a, b, *, opset: int | None = None):
+    """ONNX Xor on bool tensors, broadcast.
+
+    Example:
+        >>> xor(np.array([True, False]), True).tolist()
+        [False, True]
+    """
+    return _binary("Xor", a, b, opset)
+
+
+def _variadic_list(op: str, inputs, opset):
+    if not isinstance(inputs, (list, tuple)):
+        raise InputError(f"{op}: takes its inputs as one list, got {type(inputs).__name__}")
+    return _variadic(op, tuple(inputs), opset)
+
+
+def sum(inputs, *, opset: int | None = None):  # noqa: A001  (the ONNX op's name)
+    """ONNX Sum: the elementwise sum of a list of 1 to 64 float tensors (broadcast from opset 8).
+
+    Example:
+        >>> sum([np.array([1.0, 2.0], np.float32), np.float32(0.5), 1.0]).tolist()
+        [2.5, 3.5]
+    """
+    return _variadic_list("Sum", inputs, opset)
+
+
+def mean(inputs, *, opset: int | None = None):
+    """ONNX Mean: the elementwise mean of a list of 1 to 64 float tensors (broadcast from opset 8).
+
+    Example:
+        >>> mean([np.array([1.0, 2.0], np.float32), np.array([2.0, 5.0], np.float32)]).tolist()
+        [1.5, 3.5]
+    """
+    return _variadic_list("Mean", inputs, opset)
+
+
+# ---- activations (dsl/ops/activations.py) ----
+def elu(x, *, alpha: float = 1.0, opset: int | None = None):
+    """ONNX Elu: ``alpha * (exp(x) - 1)`` for x < 0, ``x`` for x >= 0.
+
+    Example:
+        >>> np.round(elu(np.array([-1.0, 0.0, 2.0]), alpha=2.0), 4).tolist()
+        [-1.2642, 0.0, 2.0]
+    """
+    return call("Elu", x, opset, alpha=alpha)
+
+
+_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
+
+def selu(x, *, alpha: float = _SELU_ALPHA, gamma: float = _SELU_GAMMA, opset: int | None = None):
+    """ONNX Selu: ``gamma * (alpha * exp(x) - alpha)`` for x <= 0, ``gamma * x`` for x > 0 (left at
+    their defaults, alpha and gamma are the version's: 1.6732 and 1.0507 at opset 1).
+
+    Example:
+        >>> np.round(selu(np.array([-1.0, 1.0])), 4).tolist()
+        [-1.1113, 1.0507]
+    """
+    return call("Selu", x, opset, alpha=None if alpha == _SELU_ALPHA else alpha,
+                gamma=None if gamma == _SELU_GAMMA else gamma)
+
+
+def celu(x, *, alpha: float = 1.0, opset: int | None = None):
+    """ONNX Celu: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Example:
+        >>> np.round(celu(np.array([-1.0, 2.0]), alpha=2.0), 4).tolist()
+        [-0.7869, 2.0]
+    """
+    return call("Celu", x, opset, alpha=alpha)
+
+
+def leaky_relu(x, *, alpha: float = 0.01, opset: int | None = None):
+    """ONNX LeakyRelu: ``alpha * x`` for x < 0, ``x`` for x >= 0.
+
+    Example:
+        >>> leaky_relu(np.array([-2.0, 3.0], np.float32), alpha=0.5).tolist()
+        [-1.0, 3.0]
+    """
+    return call("LeakyRelu", x, opset, alpha=alpha)
+
+
+def prelu(x, slope, *, opset: int | None = None):
+    """ONNX PRelu: ``slope * x`` for x < 0, ``x`` for x >= 0; slope broadcasts unidirectionally to x
+    (opsets 1 and 6 also take a 1-D slope of x's channel count, dim 1).
+
+    Example:
+        >>> prelu(np.array([[-2.0, 3.0], [-4.0, 1.0]], np.float32), np.array([0.5, 2.0], np.float32)).tolist()
+        [[-1.0, 3.0], [-2.0, 1.0]]
+    """
+    return _binary("PRelu", x, slope, opset, second="slope")
+
+
+def hard_sigmoid(x, *, alpha: float = 0.2, beta: float = 0.5, opset: int | None = None):
+    """ONNX HardSigmoid: ``max(0, min(1, alpha * x + beta))``.
+
+    Example:
+        >>> hard_sigmoid(np.array([-5.0, 0.0, 5.0], np.float32)).tolist()
+        [0.0, 0.5, 1.0]
+    """
+    return call("HardSigmoid", x, opset, alpha=alpha, beta=beta)
+
+
+def hard_swish(x, *, opset: int | None = None):
+    """ONNX HardSwish: ``x * max(0, min(1, x / 6 + 0.5))``.
+
+    Example:
+        >>> hard_swish(np.array([-4.0, 1.5, 6.0], np.float32)).tolist()
+        [-0.0, 1.125, 6.0]
+    """
+    return call("HardSwish", x, opset)
+
+
+def softplus(x, *, opset: int | None = None):
+    """ONNX Softplus: ``ln(exp(x) + 1)``, evaluated without overflow.
+
+    Example:
+        >>> np.round(softplus(np.array([0.0, 100.0], np.float64)), 4).tolist()
+        [0.6931, 100.0]
+    """
+    return call("Softplus", x, opset)
+
+
+def softsign(x, *, opset: int | None = None):
+    """ONNX Softsign: ``x / (1 + |x|)``.
+
+    Example:
+        >>> softsign(np.array([-3.0, 1.0], np.float32)).tolist()
+        [-0.75, 0.5]
+    """
+    return call("Softsign", x, opset)
+
+
+def thresholded_relu(x, *, alpha: float = 1.0, opset: int | None = None):
+    """ONNX ThresholdedRelu: ``x`` for x > alpha, else 0.
+
+    Example:
+        >>> thresholded_relu(np.array([0.5, 1.0, 2.0], np.float32)).tolist()
+        [0.0, 0.0, 2.0]
+    """
+    return call("ThresholdedRelu", x, opset, alpha=alpha)
+
+
+def shrink(input, *, bias: float = 0.0, lambd: float = 0.5, opset: int | None = None):  # noqa: A002  (ONNX's name)
+    """ONNX Shrink: ``x + bias`` for x < -lambd, ``x - bias`` for x > lambd, else 0 (integer inputs:
+    bias truncated to the type, as the function body's CastLike).
+
+    Example:
+        >>> shrink(np.array([-2.0, 0.25, 2.0], np.float32), bias=0.5, lambd=1.0).tolist()
+        [-1.5, 0.0, 1.5]
+    """
+    return call("Shrink", input, opset, bias=bias, lambd=lambd)
+
+
+def gelu(x, *, approximate: str = "none", opset: int | None = None):
+    """ONNX Gelu: ``0.5 * x * (1 + erf(x / sqrt(2)))``; approximate="tanh":
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
+
+    Example:
+        >>> np.round(gelu(np.array([0.0, 1.0]), approximate="tanh"), 4).tolist()
+        [0.0, 0.8412]
+    """
+    return call("Gelu", x, opset, approximate=approximate)
+
+
+def mish(x, *, opset: int | None = None):
+    """ONNX Mish: ``x * tanh(softplus(x))``.
+
+    Example:
+        >>> np.round(mish(np.array([0.0, 1.0])), 4).tolist()
+        [0.0, 0.8651]
+    """
+    return call("Mish", x, opset)
+
+
+def swish(x, *, alpha: float = 1.0, opset: int | None = None):
+    """ONNX Swish: ``x * sigmoid(alpha * x)`` (opset >= 24).
+
+    Example:
+        >>> np.round(swish(np.array([0.0, 2.0]), alpha=0.5), 4).tolist()
+        [0.0, 1.4621]
+    """
+    return call("Swish", x, opset, alpha=alpha)
+
+
+def swiglu(a, b, *, alpha: float = 1.0, opset: int | None = None):
+    """ONNX SwiGLU: ``Swish_alpha(a) * b = a * sigmoid(alpha * a) * b``, a and b of one shape
+    (opset >= 28; no broadcasting).
+
+    Example:
+        >>> np.round(swiglu(np.array([0.0, 2.0]), np.array([3.0, 0.5])), 4).tolist()
+        [0.0, 0.8808]
+    """
+    a, b = _weak("SwiGLU", a, b), _weak("SwiGLU", b, a)
+    return call("SwiGLU", a, opset, B=b, alpha=alpha)

@@ -101,11 +101,21 @@ class Tracer(Value, NumpyMethods):
     def __rmatmul__(self, other): return binary("MatMul", other, self)
     def __neg__(self): return self.builder.add("Neg", [self])[0]
     def __abs__(self): return self.builder.add("Abs", [self])[0]
-    def __invert__(self): return self.builder.add("Not", [self])[0]
-    def __and__(self, other): return binary("And", self, other)
-    def __rand__(self, other): return binary("And", other, self)
-    def __or__(self, other): return binary("Or", self, other)
-    def __ror__(self, other): return binary("Or", other, self)
+    # ~ & | ^ as numpy: logical on bool tensors (Not, And, Or, Xor), bitwise on integers
+    def __invert__(self): return self.builder.add("Not" if self.dtype.kind == "bool" else "BitwiseNot", [self])[0]
+    def __and__(self, other): return logical_or_bitwise("And", self, other)
+    def __rand__(self, other): return logical_or_bitwise("And", other, self)
+    def __or__(self, other): return logical_or_bitwise("Or", self, other)
+    def __ror__(self, other): return logical_or_bitwise("Or", other, self)
+    def __xor__(self, other): return logical_or_bitwise("Xor", self, other)
+    def __rxor__(self, other): return logical_or_bitwise("Xor", other, self)
+    # % is Mod fmod=0 (Python's and numpy's: the sign of the divisor; floats need opset >= 28)
+    def __mod__(self, other): return binary("Mod", self, other)
+    def __rmod__(self, other): return binary("Mod", other, self)
+    def __lshift__(self, other): return binary("BitShift", self, other, {"direction": "LEFT"})
+    def __rlshift__(self, other): return binary("BitShift", other, self, {"direction": "LEFT"})
+    def __rshift__(self, other): return binary("BitShift", self, other, {"direction": "RIGHT"})
+    def __rrshift__(self, other): return binary("BitShift", other, self, {"direction": "RIGHT"})
     def __lt__(self, other): return binary("Less", self, other)
     def __le__(self, other): return binary("LessOrEqual", self, other)
     def __gt__(self, other): return binary("Greater", self, other)
@@ -118,15 +128,7 @@ class Tracer(Value, NumpyMethods):
     # operators with no ONNX op here yet: a DslError, not Python's TypeError
     def __floordiv__(self, other): self._unsupported("//")
     def __rfloordiv__(self, other): self._unsupported("//")
-    def __mod__(self, other): self._unsupported("% (ONNX Mod)")
-    def __rmod__(self, other): self._unsupported("% (ONNX Mod)")
     def __divmod__(self, other): self._unsupported("divmod()")
-    def __lshift__(self, other): self._unsupported("<< (ONNX BitShift)")
-    def __rlshift__(self, other): self._unsupported("<< (ONNX BitShift)")
-    def __rshift__(self, other): self._unsupported(">> (ONNX BitShift)")
-    def __rrshift__(self, other): self._unsupported(">> (ONNX BitShift)")
-    def __xor__(self, other): self._unsupported("^ (ONNX Xor)")
-    def __rxor__(self, other): self._unsupported("^ (ONNX Xor)")
     def __pos__(self): self._unsupported("unary +")
     def __round__(self, ndigits=None): self._unsupported("round()")
 
@@ -193,11 +195,18 @@ class Builder:
         return outputs
 
 
-def binary(op_type: str, left, right) -> Tracer:
+def binary(op_type: str, left, right, attrs: dict | None = None) -> Tracer:
     """Apply a two-input op, lifting Python scalars to the other side's element type."""
     anchor = left if isinstance(left, Tracer) else right
     builder = anchor.builder
-    return builder.add(op_type, [builder.lift(left, anchor, op_type), builder.lift(right, anchor, op_type)])[0]
+    return builder.add(op_type, [builder.lift(left, anchor, op_type), builder.lift(right, anchor, op_type)],
+                       attrs)[0]
+
+
+def logical_or_bitwise(op_type: str, left, right) -> Tracer:
+    """``&`` ``|`` ``^`` as numpy: ONNX And / Or / Xor on bool tensors, BitwiseAnd / Or / Xor else."""
+    anchor = left if isinstance(left, Tracer) else right
+    return binary(op_type if anchor.dtype.kind == "bool" else "Bitwise" + op_type, left, right)
 
 
 def current_builder(values) -> Builder | None:

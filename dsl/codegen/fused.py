@@ -73,6 +73,47 @@ def _c_div_unsigned(a, b):
     if b == 0:
         return a - a
     return a // b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _int_mod(a, b):
+    # signed integer remainder with the sign of b (numpy's np.remainder, numba's %): b == 0
+    # gives 0 as numpy does (numba's % would raise); b == -1 gives 0 without minimum % -1,
+    # which overflows (a hardware trap)
+    if b == 0 or b == -1:
+        return a - a
+    return a % b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _int_fmod(a, b):
+    # C fmod of signed integers (the sign of a): the remainder above moved by b; b == 0 or
+    # -1 give 0 (numpy's np.fmod)
+    if b == 0 or b == -1:
+        return a - a
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _uint_mod(a, b):
+    if b == 0:
+        return a - a
+    return a % b
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _float_mod(a, b):
+    # numpy's float remainder (npy_divmod): fmod moved into b's sign, a zero with b's sign;
+    # NaN for b == 0, an infinite a or a NaN; x mod +-inf is x or b as the signs say
+    r = np.fmod(a, b)
+    if r == 0:
+        return np.copysign(r, b)
+    if (r < 0) != (b < 0):
+        return r + b
+    return r
 """
 
 
@@ -150,8 +191,13 @@ def literal(node: kir.Const) -> str:
 # numba computes int8 .. int32 (and their unsigned kin) arithmetic in 64 bits: results wrap back
 _NARROW_INTS = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "and": "&", "or": "|", "xor": "!=",
+           "bitand": "&", "bitor": "|", "bitxor": "^",
            "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_LIBM = ("exp", "log", "sqrt", "tanh", "expm1", "log1p", "sin", "cos")
+_LIBM = ("exp", "log", "sqrt", "tanh", "expm1", "log1p", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+         "cosh", "asinh", "acosh", "atanh",
+         "floor", "ceil", "rint")  # (these three: LLVM intrinsics, exact and vectorizable)
+_NUMPY_NAME = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+               "atanh": "arctanh"}
 
 
 class Lines:
@@ -258,8 +304,10 @@ def _unary(op: str, a: str, dtype: str) -> str:
         return f"({a} if {a} >= 0 else {_unary('neg', a, dtype)})" if dtype == "int64" else f"abs({a})"
     if op == "not":
         return f"(not {a})"
+    if op == "bitnot":
+        return f"(~{a})"
     if op in _LIBM:
-        return f"np.{op}({a})"
+        return f"np.{_NUMPY_NAME.get(op, op)}({a})"
     one = f"np.{dtype}(1)"
     if op == "sigmoid":  # two branches: exp of a non-positive argument only, never overflows
         return f"(({one} / ({one} + np.exp(-{a}))) if {a} >= 0 else (np.exp({a}) / ({one} + np.exp({a}))))"
@@ -276,6 +324,14 @@ def _binary(op: str, a: str, b: str, dtype: str) -> str:
         return f"np.{op}imum({a}, {b})"
     if op in ("maximum", "minimum"):  # IEEE 754-2019 (llvm.maximum / minimum; integers: plain)
         return f"_bits.{op}_step({a}, {b})" if types.is_float(dtype) else f"_bits.{op[:3]}_step({a}, {b})"
+    if op in ("remainder", "fmod"):
+        if types.is_float(dtype):
+            return f"np.{dtype}(_float_mod({a}, {b}))" if op == "remainder" else f"np.{dtype}(np.fmod({a}, {b}))"
+        if dtype.startswith("uint"):
+            return f"_uint_mod({a}, {b})"
+        return f"{'_int_mod' if op == 'remainder' else '_int_fmod'}({a}, {b})"
+    if op in ("shl", "shr"):
+        return _shift(op, a, b, dtype)
     if op == "div":
         if types.is_float(dtype):
             return f"({a} / {b})"
@@ -295,6 +351,18 @@ def _binary(op: str, a: str, b: str, dtype: str) -> str:
         # arithmetic has the same bits and no such promise
         return f"np.int64(np.uint64({a}) {_SYMBOL[op]} np.uint64({b}))"
     return f"({a} {_SYMBOL[op]} {b})"
+
+
+def _shift(op: str, a: str, b: str, dtype: str) -> str:
+    """numpy's shifts, total: a shift by b outside [0, bits) (as uint64, numpy's size_t test)
+    gives 0, or -1 for shr of a negative a, where LLVM's shl / ashr would give poison. shl
+    computes in uint64 (no signed overflow) and truncates to the type."""
+    bits = np.iinfo(dtype).bits
+    inside = f"(np.uint64({b}) < np.uint64({bits}))"
+    if op == "shl":
+        return f"(np.{dtype}(np.uint64({a}) << np.uint64({b})) if {inside} else np.{dtype}(0))"
+    outside = f"np.{dtype}(0)" if dtype.startswith("uint") else f"np.{dtype}({a} >> np.{dtype}({bits - 1}))"
+    return f"(np.{dtype}({a} >> {b}) if {inside} else {outside})"
 
 
 def _wrapping_power(x: str, y: str) -> str:

@@ -7,16 +7,21 @@ change a result except where a node says so):
 - ``Const(value)``; ``Leaf(index, elem)``: input ``index`` of the kernel group, an element of
   type ``elem`` already decoded into its compute domain; ``Var(name)``: a value defined by the
   schedule (a row result, a loop index).
-- ``Unary(op, x)``: neg, abs (integers wrap: -min is min), not; float math exp, log, sqrt,
-  tanh, sigmoid, erf, expm1, log1p, sin, cos, softplus: the mathematical function, rounded as
-  the backend's math mode allows (exact: as float64 libm rounded, or the float32 libm call;
-  fast: within the documented ulp bound of kernels/vmath.py).
+- ``Unary(op, x)``: neg, abs (integers wrap: -min is min), not, bitnot (integers); float math
+  exp, log, sqrt, tanh, sigmoid, erf, expm1, log1p, sin, cos, softplus, tan, asin, acos, atan, sinh, cosh,
+  asinh, acosh, atanh: the mathematical function, rounded as the backend's math mode allows
+  (exact: as float64 libm rounded, or the float32 libm call; fast: within the documented ulp
+  bound of kernels/vmath.py); floor, ceil, rint (round half to even): exact in every mode.
 - ``Binary(op, a, b)`` on two values of one type: add, sub, mul (integers wrap), div (floats:
   IEEE; integers: truncated toward zero, x / 0 = 0, min / -1 = min), max / min (numpy's: NaN
   propagates, of equal values the first), maximum / minimum (IEEE 754-2019: NaN propagates,
   -0 < +0; reductions use these, they vectorize), pow (floats: IEEE pow; int64: the power modulo 2**64 for y >= 0, and for y < 0
   1 / x**|y| truncated; uint64: modulo 2**64), and / or / xor on bool, floordiv / mod of
-  non-negative integers (index arithmetic).
+  non-negative integers (index arithmetic); remainder (numpy's np.remainder: the sign of b,
+  floats IEEE fmod corrected by b, +-0 taking b's sign) and fmod (C fmod: the sign of a), both
+  total on integers: x by 0 is 0 and x by -1 is 0 (never a trap), floats by 0 are NaN;
+  bitand / bitor / bitxor and shl / shr (arithmetic for signed a) on integers, numpy's
+  shifts: b outside [0, bits) gives 0, or -1 for shr of a negative a.
 - ``Compare(op, a, b)``: eq, ne, lt, le, gt, ge, giving bool.
 - ``Select(cond, a, b)``: a where cond else b.
 - ``Convert(x, dtype)``: a numeric conversion: integers wrap to the target's width, integers to
@@ -41,10 +46,13 @@ from ..dtypes import DType
 from . import types
 
 UNARY_NUMERIC = ("neg", "abs")
-UNARY_FLOAT = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "expm1", "log1p", "sin", "cos", "softplus")
+UNARY_FLOAT = ("exp", "log", "sqrt", "tanh", "sigmoid", "erf", "expm1", "log1p", "sin", "cos", "softplus",
+               "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "rint")
 BINARY_NUMERIC = ("add", "sub", "mul", "div", "max", "min", "maximum", "minimum", "pow")
 BINARY_INTEGER = ("floordiv", "mod")  # of non-negative integers (index arithmetic)
 BINARY_BOOL = ("and", "or", "xor")
+BINARY_MODULO = ("remainder", "fmod")  # numeric (ONNX Mod)
+BINARY_BITS = ("bitand", "bitor", "bitxor", "shl", "shr")  # integers (ONNX Bitwise*, BitShift)
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 # name -> (argument types, result type); see each backend for the formula
 CALLS = {
@@ -203,6 +211,8 @@ def var(name: str, dtype: str) -> Var:
 def unary(op: str, x: Expr) -> Unary:
     if op == "not":
         _require(x.dtype == "bool", f"not: needs bool, got {x.dtype}")
+    elif op == "bitnot":
+        _require(types.is_integer(x.dtype), f"bitnot: needs an integer, got {x.dtype}")
     elif op in UNARY_FLOAT:
         _require(types.is_float(x.dtype), f"{op}: needs a float, got {x.dtype}")
     else:
@@ -214,8 +224,10 @@ def binary(op: str, a: Expr, b: Expr) -> Binary:
     _require(a.dtype == b.dtype, f"{op}: operand types differ: {a.dtype} vs {b.dtype}")
     if op in BINARY_BOOL:
         _require(a.dtype == "bool", f"{op}: needs bool, got {a.dtype}")
-    elif op in BINARY_INTEGER:
+    elif op in BINARY_INTEGER or op in BINARY_BITS:
         _require(types.is_integer(a.dtype), f"{op}: needs integers, got {a.dtype}")
+    elif op in BINARY_MODULO:
+        _require(a.dtype != "bool", f"{op}: needs numbers, got {a.dtype}")
     else:
         _require(op in BINARY_NUMERIC and a.dtype != "bool", f"binary {op!r} on {a.dtype}")
         _require(op != "pow" or types.is_float(a.dtype) or a.dtype in ("int64", "uint64"),

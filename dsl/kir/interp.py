@@ -145,11 +145,15 @@ def _softplus(x):
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
 _UNARY = {
-    "neg": np.negative, "abs": np.abs, "not": np.logical_not,
+    "neg": np.negative, "abs": np.abs, "not": np.logical_not, "bitnot": np.invert,
     "exp": _float_math(np.exp), "log": _float_math(np.log), "sqrt": np.sqrt, "tanh": _float_math(np.tanh),
     "sigmoid": _float_math(_sigmoid), "erf": _float_math(lambda x: _ERF(x).astype(np.float64)),
     "expm1": _float_math(np.expm1), "log1p": _float_math(np.log1p), "sin": _float_math(np.sin),
     "cos": _float_math(np.cos), "softplus": _float_math(_softplus),
+    "tan": _float_math(np.tan), "asin": _float_math(np.arcsin), "acos": _float_math(np.arccos),
+    "atan": _float_math(np.arctan), "sinh": _float_math(np.sinh), "cosh": _float_math(np.cosh),
+    "asinh": _float_math(np.arcsinh), "acosh": _float_math(np.arccosh), "atanh": _float_math(np.arctanh),
+    "floor": np.floor, "ceil": np.ceil, "rint": np.rint,  # (exact: no rounding to do)
 }
 
 
@@ -206,7 +210,10 @@ def _binary(op: str, a, b):
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum,
            "maxnum": np.fmax, "minnum": np.fmin,  # (Accum only: NaN and zeros are guarded by the schedule)
            "floordiv": np.floor_divide, "mod": np.remainder,
-           "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+           "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
+           # numpy's are the IR's definitions: integers by 0 give 0, shifts outside [0, bits) 0 / -1
+           "remainder": np.remainder, "fmod": np.fmod, "bitand": np.bitwise_and, "bitor": np.bitwise_or,
+           "bitxor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift}
 _COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
             "ge": np.greater_equal}
 

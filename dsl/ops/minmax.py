@@ -1,4 +1,5 @@
-"""Elementwise Max and Min over any number of inputs, and Clip.
+"""Elementwise Max and Min over any number of inputs, and Clip; the variadic machinery Sum and Mean
+(dsl/ops/variadic.py) share.
 
 max(a, b) is numpy's np.maximum rule written out: ``a if a >= b or a is NaN else b``, so
 NaN propagates from either side and ties (-0.0 vs 0.0) keep the left operand; numba's
@@ -32,7 +33,8 @@ def minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((a <= b) | (a != a), a, b)
 
 
-def _variadic_rule(call: Call) -> list:
+def variadic_rule(call: Call) -> list:
+    """Equal shapes before version 8, numpy broadcasting from 8 (Max, Min, Sum, Mean)."""
     present = list(call.types)
     if any(t is None for t in present):
         gap = next(k for k, t in enumerate(present) if t is None)
@@ -52,16 +54,19 @@ def _variadic_rule(call: Call) -> list:
     return [TensorType(present[0].dtype, out)]
 
 
-def _variadic_reference(fold):
+def variadic_reference(fold):
+    """The reference folding the inputs' compute-domain values left to right with ``fold``."""
     def reference(call: Call, xs: list) -> list:
         result = domain_array(xs[0])
-        for x in xs[1:]:
-            result = fold(result, domain_array(x))
+        with np.errstate(all="ignore"):  # (inf + -inf is NaN, as in the kernels)
+            for x in xs[1:]:
+                result = fold(result, domain_array(x))
         return [finish(result, call.types[0].dtype)]
     return reference
 
 
-def _variadic_expr(op: str):
+def variadic_expr(op: str):
+    """The kernel expression folding the inputs left to right with binary kernel-IR ``op``."""
     def expr(call, args) -> kir.Expr:
         present = [a for a in args if a is not None]
         result = present[0]
@@ -71,15 +76,16 @@ def _variadic_expr(op: str):
     return expr
 
 
-def _variadic_schema(version: int) -> Schema:
+def variadic_schema(version: int, versions: dict = _VERSIONS) -> Schema:
+    """Schema ``version`` of a variadic elementwise op typed by ``versions`` ({version: type names})."""
     inputs = (Input("data_0"),) + tuple(Input(f"data_{k}", optional=True) for k in range(1, MAX_INPUTS))
     attrs = (Attr("consumed_inputs", "ints", None),) if version == 1 else ()
-    return Schema(version, inputs, attrs, dtypes.types(*_VERSIONS[version]))
+    return Schema(version, inputs, attrs, dtypes.types(*versions[version]))
 
 
 for _name, _fold, _function in (("Max", maximum, "max"), ("Min", minimum, "min")):
-    register(OpDef(_name, tuple(_variadic_schema(v) for v in _VERSIONS), _variadic_rule,
-                   reference=_variadic_reference(_fold), kernel=Elementwise(_variadic_expr(_function)),
+    register(OpDef(_name, tuple(variadic_schema(v) for v in _VERSIONS), variadic_rule,
+                   reference=variadic_reference(_fold), kernel=Elementwise(variadic_expr(_function)),
                    doc=f"Elementwise {_name.lower()} of 1 to {MAX_INPUTS} inputs (NaN propagates)."))
 
 

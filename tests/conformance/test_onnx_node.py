@@ -78,14 +78,32 @@ def _assert_same(got, want, rtol: float, atol: float, where: str) -> None:
         np.testing.assert_array_equal(got, want, err_msg=where)
 
 
+# Cases whose expected values carry their own 16-bit rounding, beyond the case's rtol: onnx's
+# generator computes the attention in float16 / bfloat16 op by op, and its Softmax sums in the
+# 16-bit type (numpy's half pairwise sum), where dsl's Softmax sums in float32 and rounds once
+# (ONNX's Softmax text fixes no intermediate precision). Against a float64 attention, on
+# test_attention_4d_causal_fp16_expanded dsl is within 1.09 fp16 ulp, onnx's expected values
+# within 1.42; the two differ by 1.2e-3 relative where the case allows 1e-3. These cases compare
+# at two ulp of their output type instead (rtol 2**-9 for float16, 2**-6 for bfloat16).
+SIXTEEN_BIT_ROUNDED = {f"test_attention_{name}_expanded": rtol for name, rtol in {
+    "4d_causal_fp16": 2 ** -9, "4d_causal_bf16": 2 ** -6, "4d_padded_kv_bf16": 2 ** -6,
+    "4d_causal_padded_kv_bf16": 2 ** -6, "4d_attn_mask_causal_bf16": 2 ** -6, "3d_causal_bf16": 2 ** -6}.items()}
+
+
 @pytest.mark.parametrize("engine", ["jit", "numpy"])
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_node(case, engine):
     """Each case on the fused JIT (the default engine) and on the eager numpy reference."""
     prog = dsl.from_onnx(case.model)
     assert case.data_sets, f"{case.name}: no data sets"
+    rtol = SIXTEEN_BIT_ROUNDED.get(case.name, case.rtol)
     for inputs, outputs in case.data_sets:
         got = prog.run(dict(zip(prog.input_names, [_as_value(x) for x in inputs])), engine=engine)
         assert len(got) == len(outputs)
         for name, g, w in zip(prog.output_names, got, outputs):
-            _assert_same(g, _as_value(w), case.rtol, case.atol, f"{case.name} output {name!r}")
+            _assert_same(g, _as_value(w), rtol, case.atol, f"{case.name} output {name!r}")
+
+
+def test_sixteen_bit_rounded_cases_are_collected():
+    """The looser tolerance above names only cases that exist and run here."""
+    assert set(SIXTEEN_BIT_ROUNDED) <= {case.name for case in CASES}

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl import dtypes
+from dsl.convert import convert
+from dsl.kir import interp
 from dsl.ops import registry
+from dsl.passes.fuse import KernelStep
 
 FLOAT4_VALUES = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6]
 
@@ -178,3 +181,26 @@ def draw_reduce_inputs(data) -> tuple[np.ndarray, np.ndarray, int]:
         x = np.ascontiguousarray(x.T).T
     operand = rng.standard_normal(tuple(d if data.draw(st.booleans()) else 1 for d in shape)).astype(np.float32)
     return x, operand, rank
+
+
+# ---- one fused kernel of many ops, and its IR on the kernel-IR interpreter -----------------------
+def select_rows(sel, outs):
+    """Row k of the result is outs[k] (sel of shape (len(outs), 1)): one fused kernel checks every
+    op of a test (one compile per dtype)."""
+    result = outs[-1]
+    for index in range(len(outs) - 2, -1, -1):
+        result = dsl.where(dsl.equal(sel, index), outs[index], result)
+    return result
+
+
+def interpreted(kernel, *args) -> np.ndarray:
+    """The single fused kernel's IR evaluated by the kernel-IR interpreter (dsl/kir/interp.py) on
+    ``args``, as the output type's values (group inputs here are only broadcast, numpy-style)."""
+    executable = kernel.executable(*args)
+    (step,) = [s for s in executable.steps if isinstance(s, KernelStep)]
+    env = {**executable.constants, **dict(zip(executable.input_names, args))}
+    leaves = {i: np.asarray(env[leaf.value.name]) for i, leaf in enumerate(step.group.leaves)}
+    (value,) = interp.evaluate(step.group.outputs, leaves)
+    sink = step.group.sinks[0].type.dtype
+    with np.errstate(all="ignore"):
+        return convert(np.ascontiguousarray(value), sink)
