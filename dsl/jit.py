@@ -25,9 +25,10 @@ def native_args(args) -> tuple:
     """Arguments as kernels read them (as Program.run checks feeds): numpy scalars as 0-d arrays,
     ndarray subclasses as plain arrays (masked arrays refused), non-native byte order converted
     once."""
-    if all(type(a) is np.ndarray and a.dtype.isnative or type(a) is Tensor for a in args):
-        return args  # the common case, checked cheaply
-    return tuple(_native_arg(a, i) for i, a in enumerate(args))
+    for a in args:  # the common case, checked cheaply (a loop: no generator to build)
+        if not (type(a) is np.ndarray and a.dtype.isnative or type(a) is Tensor):
+            return tuple(_native_arg(a, i) for i, a in enumerate(args))
+    return args
 
 
 def _native_arg(arg, index):
@@ -147,8 +148,9 @@ class JitFunction:
         else:
             names, values = self.params.bind(args, kwargs)
             values = native_args(values)
-        if any(type(a) is tracing.Tracer for a in values):  # called inside another traced function
-            return self._inline(args, kwargs)
+        # (arrays and Tensors come back as they are: then none is a Tracer)
+        if values is not args and any(type(a) is tracing.Tracer for a in values):
+            return self._inline(args, kwargs)  # called inside another traced function
         try:
             executable = self._executable(values, names)
         except InputError:

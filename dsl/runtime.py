@@ -6,9 +6,9 @@ composes each leaf's View path, coalesces dims and picks (or compiles) the kerne
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from math import prod
 
 import numpy as np
@@ -19,6 +19,7 @@ from kernels import packed as packed_kernels
 
 from .buffers import ALIGN, POOL
 from .errors import InputError
+from .codegen import threads
 from .codegen.compile import compile_kernel
 from .kir import types as kir_types
 from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
@@ -29,10 +30,13 @@ from .tensor import Tensor, _span_of
 from .values import runtime_type
 from .view import BlockedView, View
 
-# elements; below this one thread beats the hand-off cost. A pool round trip of a no-op takes
-# about 60 us on the 2-core machine here, and a memory-bound kernel gains little from a second
-# core: y = x * 2 + 1, 2 threads / 1 thread, medians: 1M elements 242 / 146 us, 4M 1.39 / 1.43 ms,
-# 64M 11.4 / 13.2 ms; exp(x) * 2 at 4M 1.76 / 1.57 ms, at 64M 12.1 / 23.4 ms (at 64K: 109 / 14 us).
+# elements; below this one thread beats the hand-off. The split runs on numba's thread team
+# (dsl/codegen/threads.py): 2-3 us a launch while its threads spin after the last one, 40-80 us
+# from sleep; a memory-bound kernel gains little from the second core of the 2-core machine here.
+# Interleaved medians against the thread-pool split it replaced (same threshold), ms: exp(x) * 2
+# at 4M 1.37-1.45 / 1.64-1.85, x * 2 + 1 at 16M 3.39-3.57 / 3.66-4.48, softmax [32, 512, 512]
+# 5.37-5.68 / 5.60-6.31. At 1M, an embedding gather (1 MiB out, rows in cache) took 36-60 us on
+# two threads against 35-61 on one (numpy 32-37), so the threshold stays.
 PARALLEL_THRESHOLD = 1 << 22
 # (rows, cols), at most, of the tiles of an elementwise kernel with a transposed input; transpose(x) + y
 # on float32 [8192, 8192], interleaved medians of 21-31 in three runs: 512 x 64 took 41-43 ms where
@@ -68,7 +72,6 @@ def _thread_setting() -> int:
 
 
 _THREADS = _thread_setting()
-_POOL: list[ThreadPoolExecutor] = []
 
 
 def set_threads(count: int) -> None:
@@ -77,27 +80,33 @@ def set_threads(count: int) -> None:
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
         raise InputError(f"set_threads: count {count!r}; expected a positive int")
     _THREADS = int(count)
-    if _POOL:  # (the next kernel starts a pool of the new size; running work finishes on the old one)
-        _POOL.pop().shutdown(wait=False)
 
 
 _LOCAL = threading.local()
 
 
-def _pool() -> ThreadPoolExecutor:
-    if not _POOL:
-        _POOL.append(ThreadPoolExecutor(_THREADS, thread_name_prefix="dsl"))
-    return _POOL[0]
+def split_threads(size: int) -> int:
+    """The threads a kernel over ``size`` elements splits over from this thread: one below
+    PARALLEL_THRESHOLD, inside single_threaded(), or where numba's thread team cannot be used
+    (dsl/codegen/threads.py), else the set_threads / DSL_THREADS / core count."""
+    if size < PARALLEL_THRESHOLD or _THREADS < 2 or getattr(_LOCAL, "serial", False) or not threads.usable():
+        return 1
+    return _THREADS
 
 
-def _forget_pool_in_child() -> None:
-    """A forked child has none of its parent's threads: work queued to the inherited pool would
-    wait forever. The child starts a pool of its own on first use."""
-    _POOL.clear()
+@functools.lru_cache(maxsize=256)
+def span_bounds(extent: int, count: int, align: int) -> np.ndarray:
+    """``count + 1`` bounds splitting range(extent) into near-equal spans, the inner ones rounded
+    down to multiples of ``align`` (a power of two; spans may then be empty). Read-only."""
+    bounds = np.array([extent * k // count // align * align for k in range(count)] + [extent], np.int64)
+    bounds.flags.writeable = False
+    return bounds
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool_in_child)
+def run_spans(kernel, form: str, *args) -> None:
+    """Run ``kernel`` over its spans on the thread team, the launcher ``form`` of
+    dsl/codegen/threads.py taking ``args`` (the span bounds or parameter table first)."""
+    threads.launch(kernel, form, *args)
 
 
 @contextlib.contextmanager
@@ -370,7 +379,8 @@ class KernelRunner:
             views.append(view)
         shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([leaf.dtype.packed for leaf in self.group.leaves], strides, blocks)
-        return self._source(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds), guards)
+        return threads.with_launchers(
+            self._source(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds), guards), "spans")
 
     def _plan(self, objs, stream: bool = True):
         storages, views, kinds, gathers = [], [], [], []
@@ -391,7 +401,8 @@ class KernelRunner:
         shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([packed for _, packed in storages], strides, blocks)
         streamed = self._streamed(shape, kinds) if stream else ()
-        kernel = compile_kernel(self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds), guards))
+        kernel = compile_kernel(threads.with_launchers(
+            self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds), guards), "spans"))
         params = []
         for view, st in zip(views, strides):
             params.append((np.int64(view.offset), np.array(st, np.int64)))
@@ -426,19 +437,11 @@ class KernelRunner:
         if streamed and any(outs[j].ctypes.data % ALIGN for j in streamed):  # never, by POOL's construction
             kernel = self._plan(objs, stream=False)[1][0]
         rows = int(shape[0])
-        if self.size >= PARALLEL_THRESHOLD and rows >= 2 and _THREADS > 1 and not getattr(_LOCAL, "serial", False):
-            bounds = np.linspace(0, rows, min(_THREADS, rows) + 1).astype(np.int64)
+        count = min(split_threads(self.size), rows)
+        if count > 1:
             # rank 1: spans start on multiples of 64 elements (a cache line for streaming
             # stores, a byte for packed leaves); above, rows start even (packed rows on a byte)
-            bounds[1:-1] &= ~63 if len(shape) == 1 else ~1
-            # the calling thread runs the last span itself: one thread fewer to wake (and wait for)
-            futures = [_pool().submit(kernel, int(a), int(b), shape, *args, *outs)
-                       for a, b in zip(bounds[:-2], bounds[1:-1])]
-            try:
-                kernel(int(bounds[-2]), rows, shape, *args, *outs)
-            finally:  # (a bounds-checked kernel may raise: the other spans still finish first)
-                for future in futures:
-                    future.result()
+            run_spans(kernel, "spans", span_bounds(rows, count, 64 if len(shape) == 1 else 2), shape, *args, *outs)
         else:
             kernel(0, rows, shape, *args, *outs)
         for (name, np_dtype, out_shape, _, raw), out in zip(self.out_specs, outs):

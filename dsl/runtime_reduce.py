@@ -13,6 +13,7 @@ import numpy as np
 
 from . import runtime
 from .buffers import POOL
+from .codegen import threads
 from .codegen.compile import compile_kernel
 from .codegen.loops import kernel_source
 from .kir import loops
@@ -94,7 +95,7 @@ class ReduceRunner:
         passed as one int64 vector (numba's dispatch costs about 0.3 us per scalar argument)."""
         ir = self._ir(classes, packed, blocks, strides, shape, partial)
         ir.arguments = [loops.ParamVector("params", tuple(ir.params)), *[b for b in ir.buffers if b.role != "temp"]]
-        return compile_kernel(kernel_source(ir, self.math)), ir.params
+        return compile_kernel(threads.with_launchers(kernel_source(ir, self.math), "table")), ir.params
 
     def _partial(self, shape: tuple, classes: tuple) -> int:
         """The number of partial accumulators (threads over dim 0, ReduceLayout.partial) for a
@@ -124,8 +125,8 @@ class ReduceRunner:
             views.append(view)
         shape, strides, blocks, classes = coalesce(self.in_shape, views, self.reduced)
         packed = [leaf.dtype.packed for leaf in self.group.leaves]
-        return kernel_source(self._ir(classes, packed, blocks, strides, shape, bool(self._partial(shape, classes))),
-                             self.math)
+        return threads.with_launchers(kernel_source(
+            self._ir(classes, packed, blocks, strides, shape, bool(self._partial(shape, classes))), self.math), "table")
 
     def _params(self, shape: tuple, strides: list, views: list, classes: tuple) -> dict:
         values = {f"n{k}": d for k, d in enumerate(shape)}
@@ -161,37 +162,32 @@ class ReduceRunner:
             buffers = [buffer for buffer, _ in storages]
         kernel, order, layout, extent, params, kept, combine, launches = plan
         spans = tuple(self._spans(extent, layout))
-        arguments = launches.get(spans)
-        if arguments is None:  # per span, the kernel's parameters as it takes them, computed once
+        table = launches.get(spans)
+        if table is None:  # per span, the kernel's parameters as it takes them, computed once
             # (negative strides wrap modulo 2**64: index sums of a valid view stay exact)
-            arguments = launches[spans] = [
-                [np.array([{**params, "start": lo, "stop": hi}[p] % 2 ** 64 for p in order], np.uint64).view(np.int64)]
-                for lo, hi in spans]
+            table = launches[spans] = np.array(
+                [[{**params, "start": lo, "stop": hi}[p] % 2 ** 64 for p in order] for lo, hi in spans],
+                np.uint64).view(np.int64)
         outs = [POOL.empty(size, raw) for size, raw in self.out_specs]
         partials = np.empty((len(spans), kept), combine[1]) if combine else None
-        targets = [[partials[index]] if combine else outs for index in range(len(spans))]
-        futures = [runtime._pool().submit(kernel, *args, *buffers, *target)
-                   for args, target in zip(arguments[:-1], targets[:-1])]
-        try:
-            kernel(*arguments[-1], *buffers, *targets[-1])
-        finally:
-            for future in futures:
-                future.result()
+        if len(spans) == 1:
+            kernel(table[0], *buffers, *([partials[0]] if combine else outs))
+        elif combine:
+            runtime.run_spans(kernel, "table_partials", table, partials, *buffers)
+        else:
+            runtime.run_spans(kernel, "table", table, *buffers, *outs)
         if combine:
             combine[0](np.uint64(kept), np.uint64(len(spans)), np.uint64(params["count"]), partials.reshape(-1), outs[0])
         for (name, np_dtype, out_shape, raw), out in zip(self.out_views, outs):
             env[name] = (out if np_dtype == raw else out.view(np_dtype)).reshape(out_shape)
 
     def _spans(self, extent: int, layout: ReduceLayout) -> list:
-        size = prod(self.in_shape)
-        threads = runtime._THREADS
-        if layout.split is None or extent < 2 or size < runtime.PARALLEL_THRESHOLD or threads < 2 or \
-                getattr(runtime._LOCAL, "serial", False):
+        threads = runtime.split_threads(prod(self.in_shape)) if layout.split is not None else 1
+        if extent < 2 or threads < 2:
             return [(0, extent)]
-        bounds = np.linspace(0, extent, min(threads, extent) + 1).astype(np.int64)
-        if layout.split != 0:  # (the innermost kept dim: spans on whole cache lines of it)
-            bounds[1:-1] &= ~15
-        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        # (split != 0: the innermost kept dim, spans on whole cache lines of it)
+        bounds = runtime.span_bounds(extent, min(threads, extent), 1 if layout.split == 0 else 16).tolist()
+        return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 class StagedRunner(ReduceRunner):

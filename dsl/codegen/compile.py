@@ -281,9 +281,14 @@ def _load(key: str, source: str, entry: str):
         directory = cache_dir()
         _write_once(directory / f"{name}.py", source)
     function = getattr(_import(directory / f"{name}.py", f"dsl_kernels.{name}"), entry)
+    compile_guards(function)
+    return function
+
+
+def compile_guards(function) -> None:
+    """Guard a generated numba function against damaged or planted cache files."""
     _tolerate_damaged_cache(function)
     _drop_irregular_cache_files(function)
-    return function
 
 
 def _drop_irregular_cache_files(function) -> None:

@@ -87,13 +87,22 @@ def test_rows_split_across_the_pool_give_the_serial_result(monkeypatch):
     serial = f(x, b)
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
     monkeypatch.setattr(runtime, "_THREADS", 3)
-    calls = []
-    real_pool = runtime._pool()
-    monkeypatch.setattr(runtime, "_pool", lambda: calls.append(1) or real_pool)
+    spans = _counted_spans(monkeypatch)
     for layout in (x, np.ascontiguousarray(x.T).T):
         for got, want in zip(f(layout, b), serial):
             np.testing.assert_array_equal(got, want)
-    assert len(calls) >= 3 * 2 * 2  # every kernel split in 3 row ranges: 2 on the pool, 1 on the caller
+    assert len(spans) >= 3 * 2 and set(spans) == {3}  # every kernel split in 3 row ranges on the team
+
+
+def _counted_spans(monkeypatch) -> list:
+    """The span count of every kernel launch split over threads from now on in the test."""
+    spans, real = [], runtime.run_spans
+
+    def counting(kernel, form, table, *args):
+        spans.append(len(table) - 1 if form == "spans" else len(table))
+        return real(kernel, form, table, *args)
+    monkeypatch.setattr(runtime, "run_spans", counting)
+    return spans
 
 
 # ---- pooled output buffers ------------------------------------------------------------------------
@@ -161,9 +170,7 @@ def test_single_threaded_keeps_large_kernels_on_the_calling_thread(monkeypatch):
     f = dsl.jit(lambda x: x * 2.0 + 1.0)
     x = np.ones((256, 1024), np.float32)  # above PARALLEL_THRESHOLD
     f(x)
-    calls = []
-    real = runtime._pool
-    monkeypatch.setattr(runtime, "_pool", lambda: calls.append(1) or real())
+    calls = _counted_spans(monkeypatch)
     with runtime.single_threaded():
         np.testing.assert_array_equal(f(x), x * 2 + 1)
         with runtime.single_threaded():
@@ -173,6 +180,30 @@ def test_single_threaded_keeps_large_kernels_on_the_calling_thread(monkeypatch):
     if runtime._THREADS > 1:
         f(x)
         assert calls
+
+
+def test_kernels_run_serially_where_the_thread_team_cannot_be_used(monkeypatch):
+    """A forked child of a process whose team ran (GNU OpenMP is not fork-safe), or a numba with
+    no thread-safe layer: every kernel runs on the calling thread, with the same results."""
+    from dsl.codegen import threads
+    f = dsl.jit(lambda x: (x * 2.0 + 1.0, dsl.reduce_sum(x, [0]), dsl.softmax(x)))
+    x = RNG.standard_normal((300, 257)).astype(np.float32)  # above the tests' threshold
+    want = f(x)
+    state = dict(threads._STATE)
+    spans = _counted_spans(monkeypatch)
+    monkeypatch.setitem(threads._STATE, "forked", True)
+    for got, expected in zip(f(x), want):
+        np.testing.assert_array_equal(got, expected)
+    assert spans == [] and not threads.usable()
+    monkeypatch.setitem(threads._STATE, "forked", False)
+    monkeypatch.setitem(threads._STATE, "usable", False)
+    f(x)
+    assert spans == []
+    threads._STATE.update(state)
+    if runtime._THREADS > 1 and threads.usable():
+        for got, expected in zip(f(x), want):
+            np.testing.assert_array_equal(got, expected)
+        assert spans
 
 
 def test_set_threads_and_dsl_threads_choose_the_split(monkeypatch):
