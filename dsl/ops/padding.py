@@ -22,7 +22,6 @@ from ..dtypes import FLOATS_V1, all_types
 from ..ir import TensorType
 from . import chunks
 from .arrange import _fusable_input, _mode, _planned, _present, _vector
-from .expansion import OPSET
 from .registry import INT64, Attr, Call, Input, OpDef, Schema, register
 from .shape import check_numel, normalize_axes
 
@@ -39,13 +38,12 @@ def _zero(np_dtype: np.dtype) -> np.ndarray:
 def _kept_unless_expanded(plan_rule):
     """``plan_rule`` with the plan dropped where the body cannot be built: the JIT then keeps the
     op, whose reference runs (planned again from the concrete inputs). That is for the element
-    types kernels do not compute (strings, complex), those no op takes at the expansion opset
-    (float8, int4, float4, e8m0, int2: a body's ops are bound at OPSET, where Pad itself has no
-    wrap mode either, so a body could not keep the op by building it) and dims unknown before the
-    run (a NonZero count)."""
+    types kernels do not compute (strings, complex) and dims unknown before the run (a NonZero
+    count). Types the expansion opset's ops do not list (float8, int4, float4, e8m0, int2) are
+    built: a body's primitives take any data type (registry.bind)."""
     def rule(call: Call) -> list:
         out = plan_rule(call)
-        if call.plan is not None and not (_fusable_input(call) and call.types[0].dtype in all_types(OPSET)):
+        if call.plan is not None and not _fusable_input(call):
             call.plan = None
         return out
     return rule

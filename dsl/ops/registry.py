@@ -138,10 +138,11 @@ class OpDef:
                                    f"first version is {self.schemas[0].version}")
         return found[-1]
 
-    def infer(self, schema: Schema, call: Call) -> list:
-        """Check arity and element types against ``schema``, then run the rule; an output too
-        large for any array is a ShapeError here, before anything is allocated."""
-        _check_inputs(schema, call)
+    def infer(self, schema: Schema, call: Call, body: bool = False) -> list:
+        """Check arity and element types against ``schema`` (any element type for the data type
+        variable of a body's primitive: bind), then run the rule; an output too large for any
+        array is a ShapeError here, before anything is allocated."""
+        _check_inputs(schema, call, body)
         try:
             out_types = self.rule(call)
         except ShapeError as exc:  # an impossible output type: name the op that made it
@@ -175,7 +176,7 @@ def _type_allowed(schema: Schema, spec: Input, value_type) -> bool:
     return False
 
 
-def _check_inputs(schema: Schema, call: Call) -> None:
+def _check_inputs(schema: Schema, call: Call, any_data_type: bool = False) -> None:
     types = call.types
     if len(types) > len(schema.inputs):
         call.fail(f"takes at most {len(schema.inputs)} inputs at opset version {schema.version}, "
@@ -187,7 +188,8 @@ def _check_inputs(schema: Schema, call: Call) -> None:
             if not spec.optional:
                 call.fail(f"missing required input {spec.name!r}", InputError)
             continue
-        if not _type_allowed(schema, spec, value_type):
+        relaxed = any_data_type and spec.types is None and isinstance(value_type, TensorType)
+        if not relaxed and not _type_allowed(schema, spec, value_type):
             allowed = sorted(t.onnx_name for t in (spec.types or schema.types))
             call.fail(f"input {spec.name!r} has type {value_type}, not allowed at version "
                       f"{schema.version}; expected one of {allowed}", DTypeError)
@@ -290,13 +292,16 @@ def register(opdef: OpDef) -> OpDef:
 
 
 def bind(node, opset: int, types: list, values: list, attrs: dict | None = None, name: str = "",
-         infer: bool = True) -> tuple:
+         infer: bool = True, body: bool = False) -> tuple:
     """The one way an application of an op is checked and planned, for the trace, shape
     inference and both engines: ``node`` is an ir.Node (its op, attributes, name and domain) or
     an op name (with ``attrs`` and the node ``name`` it will have, if any); ``types`` and
     ``values`` are per input (None where absent / unknown). Returns (OpDef, its planned Call, the
     output types, None without ``infer``: attributes checked only, for inputs of unknown type); a
-    DslError names the op, the node and what was wrong."""
+    DslError names the op, the node and what was wrong. ``body``: a primitive of a composite's
+    body (dsl/passes/expand.py), whose element type the composite already checked at the model's
+    opset: its data type variable takes any element type (a Pad of float8 moves float8 through
+    the body's Slice / Concat / Where, which opset 18 lists without float8)."""
     if isinstance(node, str):
         op_type, domain = node, ""
     else:
@@ -305,7 +310,7 @@ def bind(node, opset: int, types: list, values: list, attrs: dict | None = None,
     schema = opdef.schema(opset, name)
     call = opdef.make_call(schema, name, attrs or {}, types, values)
     call.outputs = None if isinstance(node, str) else len(node.outputs)
-    return opdef, call, opdef.infer(schema, call) if infer else None
+    return opdef, call, opdef.infer(schema, call, body) if infer else None
 
 
 def get(op_type: str, node: str = "", domain: str = "") -> OpDef:

@@ -26,7 +26,7 @@ class GraphBuilder:
     def op(self, op_type: str, *inputs, outputs: int = 1, **attrs):
         types = [None if v is None else v.type for v in inputs]
         values = [None if v is None else self.constants.get(v.name) for v in inputs]
-        _, call, out_types = registry.bind(op_type, OPSET, types, values, attrs)
+        _, call, out_types = registry.bind(op_type, OPSET, types, values, attrs, body=True)
         results = [self._value() for _ in out_types]
         for value, value_type in zip(results, out_types):
             value.type = value_type

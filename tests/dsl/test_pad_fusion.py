@@ -2,9 +2,10 @@
 is cut a Slice (a view), constant pads a Concat with broadcast fills on the innermost padded axis
 and a Gather + Where on each outer one, reflect / edge / wrap a Gather per padded axis; at every
 version, mode and element type bit for bit the numpy engine's, with no numpy Pad / CenterCropPad
-step left but for the types the bodies cannot be built of (strings, complex, the types no op
-takes at the expansion opset) and dims unknown before the run; NaN payloads of float16 and
-bfloat16 kept, in the data and in the fill."""
+step left but for the types the bodies cannot be built of (strings, complex) and dims unknown
+before the run; NaN payloads of float16 and bfloat16 kept, in the data and in the fill; the
+narrow types no op of the expansion opset lists (float8, int4, float4, e8m0, int2) fused, every
+code kept."""
 import numpy as np
 import onnx.helper as oh
 import onnx.numpy_helper
@@ -17,7 +18,10 @@ from dsl.passes.fuse import KernelStep
 from dsl_test_helpers import assert_same, make_array
 
 TYPES = ["float", "float16", "bfloat16", "int8", "uint64", "bool"]  # (each where the version allows it)
-NOT_BUILT = ["string", "complex64", "float8e4m3fn", "int4"]  # (their references run, as in the eager engine)
+NOT_BUILT = ["string", "complex64"]  # (their references run, as in the eager engine)
+# narrow types and the first Pad version that takes each
+NARROW = {"float8e4m3fn": 21, "float8e5m2": 21, "float8e4m3fnuz": 21, "float8e5m2fnuz": 21, "int4": 21, "uint4": 21,
+          "float4e2m1": 23, "float8e8m0": 24, "int2": 25, "uint2": 25}
 
 
 def kernels(f, *args) -> list:
@@ -246,6 +250,20 @@ def test_types_the_bodies_cannot_be_built_of_keep_pad(name, mode):
         g = dsl.jit(lambda t: dsl.center_crop_pad(t, [2, 6]))
         assert_same(g(x), dsl.center_crop_pad(x, [2, 6]))
         assert numpy_steps(g, x) == ["CenterCropPad"]
+
+
+@pytest.mark.parametrize("name", NARROW)
+@pytest.mark.parametrize("mode", modes(21))
+def test_narrow_types_fuse_keeping_every_code(name, mode):
+    dt = dsl.dtype(name)
+    if dt.np_dtype.itemsize == 1 and not dt.packed:  # (float8: all 256 codes, NaN payloads included)
+        x = np.arange(256, dtype=np.uint8).view(dt.np_dtype).reshape(16, 16)
+    else:
+        x = make_array(dt, (5, 6), seed=7)
+    f = dsl.jit(lambda t: dsl.pad(t, [1, -1, 0, 3], mode=mode), opset=NARROW[name])
+    assert_same(f(x), dsl.pad(x, [1, -1, 0, 3], mode=mode, opset=NARROW[name]))
+    wide = np.zeros(x.shape, np.float32)  # (the same kernels as float32: CenterCropPad-18 takes no narrow type)
+    assert numpy_steps(f, x) == [] and len(kernels(f, x)) == len(kernels(f, wide))
 
 
 def test_dims_unknown_before_the_run_keep_pad():
