@@ -35,8 +35,9 @@ from .view import BlockedView, View
 # from sleep; a memory-bound kernel gains little from the second core of the 2-core machine here.
 # Interleaved medians against the thread-pool split it replaced (same threshold), ms: exp(x) * 2
 # at 4M 1.37-1.45 / 1.64-1.85, x * 2 + 1 at 16M 3.39-3.57 / 3.66-4.48, softmax [32, 512, 512]
-# 5.37-5.68 / 5.60-6.31. At 1M, an embedding gather (1 MiB out, rows in cache) took 36-60 us on
-# two threads against 35-61 on one (numpy 32-37), so the threshold stays.
+# 5.37-5.68 / 5.60-6.31. Tried at 256K: an embedding gather (1 MiB out, rows in cache) split in
+# two took 36-60 us a call (numpy 32-37; its launcher alone 25 us against 37 serial): the per-call
+# work and the variance ate the gain, so the threshold stays.
 PARALLEL_THRESHOLD = 1 << 22
 # (rows, cols), at most, of the tiles of an elementwise kernel with a transposed input; transpose(x) + y
 # on float32 [8192, 8192], interleaved medians of 21-31 in three runs: 512 x 64 took 41-43 ms where
