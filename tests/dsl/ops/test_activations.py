@@ -14,7 +14,8 @@ import dsl
 from dsl import dtypes
 from dsl.ops import registry
 
-from dsl_test_helpers import allowed_types, assert_input_types_match_onnx, onnx_versions, schemas_with_onnx
+from dsl_test_helpers import (allowed_types, assert_input_types_match_onnx, assert_schema_in_force_matches_onnx,
+                              onnx_versions, schemas_with_onnx)
 from dsl_test_helpers import onnx_default as helper_default
 
 LATEST = registry.LATEST_OPSET
@@ -150,13 +151,7 @@ def test_schemas_match_onnx(op):
 def test_every_version_up_to_the_latest_opset_is_onnx():
     for op in OPS:
         for opset in range(1, LATEST + 1):
-            try:
-                want = onnx.defs.get_schema(op, opset).since_version
-            except onnx.defs.SchemaError:
-                with pytest.raises(dsl.UnsupportedError, match=rf"^{op}: not defined at opset {opset}"):
-                    registry.get(op).schema(opset)
-                continue
-            assert registry.get(op).schema(opset).version == want
+            assert_schema_in_force_matches_onnx(op, opset)
 
 
 # ---- eager vs the float64 formulas ----------------------------------------------------------------
