@@ -24,6 +24,7 @@ from .functional import (bit_shift, bitwise_and, bitwise_not, bitwise_or, bitwis
                          sum, xor)
 from .functional import (celu, elu, gelu, hard_sigmoid, hard_swish, leaky_relu, mish, prelu, selu, shrink,
                          softplus, softsign, swiglu, swish, thresholded_relu)
+from .functional import dropout, negative_log_likelihood_loss, softmax_cross_entropy_loss
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -66,6 +67,7 @@ __all__ = [
     "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "floor", "ceil", "round", "sign", "is_nan", "is_inf",
     "mod", "bit_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "xor", "sum", "mean",
     "elu", "selu", "celu", "leaky_relu", "prelu", "hard_sigmoid", "hard_swish", "softplus", "softsign", "thresholded_relu", "shrink", "gelu", "mish", "swish", "swiglu",
+    "negative_log_likelihood_loss", "softmax_cross_entropy_loss", "dropout",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",

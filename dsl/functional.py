@@ -1389,3 +1389,64 @@ def swiglu(a, b, *, alpha: float = 1.0, opset: int | None = None):
     """
     a, b = _weak("SwiGLU", a, b), _weak("SwiGLU", b, a)
     return call("SwiGLU", a, opset, B=b, alpha=alpha)
+
+
+# ---- losses and dropout (dsl/ops/losses.py, dsl/ops/dropout.py) ----------------------------------
+def negative_log_likelihood_loss(input, target, weight=None, *, ignore_index: int | None = None,  # noqa: A002
+                                 reduction: str = "mean", opset: int | None = None):
+    """ONNX NegativeLogLikelihoodLoss: ``-input[n, target[n, d...], d...]`` weighted by
+    ``weight[target]``, reduced by ``reduction`` ("none", "sum" or "mean": the weighted sum over
+    the sum of the weights of the targets that are not ``ignore_index``).
+
+    Raises:
+        DslError: a target outside [0, C) that is not ignore_index, mismatched shapes.
+
+    Example:
+        >>> loss = negative_log_likelihood_loss(np.log(np.array([[0.5, 0.5], [0.25, 0.75]])),
+        ...                                     np.array([0, 1]), reduction="sum")
+        >>> print(f"{float(loss):.4f}")
+        0.9808
+    """
+    return call("NegativeLogLikelihoodLoss", input, opset, target=target, weight=weight,
+                ignore_index=ignore_index, reduction=reduction)
+
+
+def softmax_cross_entropy_loss(scores, labels, weights=None, *, ignore_index: int | None = None,
+                               reduction: str = "mean", return_log_prob: bool = False,
+                               opset: int | None = None):
+    """ONNX SoftmaxCrossEntropyLoss: the negative log likelihood loss of ``log_softmax(scores,
+    axis=1)``; ``return_log_prob`` also returns the log-probabilities (the op's second output).
+
+    Raises:
+        DslError: a label outside [0, C) that is not ignore_index, mismatched shapes.
+
+    Example:
+        >>> print(f"{float(softmax_cross_entropy_loss(np.zeros((2, 4)), np.array([1, 3]))):.4f}")
+        1.3863
+    """
+    count = 2 if return_log_prob else 1
+    out = call("SoftmaxCrossEntropyLoss", scores, opset, labels=labels, weights=weights,
+               ignore_index=ignore_index, reduction=reduction, outputs=count)
+    return tuple(out) if return_log_prob else out
+
+
+def dropout(data, ratio=None, training_mode=None, *, seed: int | None = None, return_mask: bool = False,
+            opset: int | None = None):
+    """ONNX Dropout: the identity in inference mode (the default); with ``training_mode`` true,
+    ``mask * data / (1 - ratio)`` where mask is ``np.random.RandomState(seed).uniform(0, 1, shape)
+    >= ratio`` (a fresh draw without ``seed``). ``return_mask`` also returns the mask.
+
+    Raises:
+        DslError: ratio outside [0, 1).
+
+    Example:
+        >>> dropout(np.array([1.0, 2.0], np.float32)).tolist()
+        [1.0, 2.0]
+    """
+    if isinstance(ratio, (int, float)) and not isinstance(ratio, bool):
+        ratio = np.asarray(ratio, np.float32)  # T1 (ratio's type) is float at every version
+    if isinstance(training_mode, (bool, np.bool_)):
+        training_mode = np.asarray(training_mode)
+    count = 2 if return_mask else 1
+    out = call("Dropout", data, opset, ratio=ratio, training_mode=training_mode, seed=seed, outputs=count)
+    return tuple(out) if return_mask else out
