@@ -25,6 +25,8 @@ from .functional import (bit_shift, bitwise_and, bitwise_not, bitwise_or, bitwis
 from .functional import (celu, elu, gelu, hard_sigmoid, hard_swish, leaky_relu, mish, prelu, selu, shrink,
                          softplus, softsign, swiglu, swish, thresholded_relu)
 from .functional import dropout, negative_log_likelihood_loss, softmax_cross_entropy_loss
+from .functional import (batch_normalization, group_normalization, instance_normalization,
+                         layer_normalization, lp_normalization, mean_variance_normalization, rms_normalization)
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -68,6 +70,8 @@ __all__ = [
     "mod", "bit_shift", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "xor", "sum", "mean",
     "elu", "selu", "celu", "leaky_relu", "prelu", "hard_sigmoid", "hard_swish", "softplus", "softsign", "thresholded_relu", "shrink", "gelu", "mish", "swish", "swiglu",
     "negative_log_likelihood_loss", "softmax_cross_entropy_loss", "dropout",
+    "layer_normalization", "rms_normalization", "lp_normalization", "group_normalization",
+    "instance_normalization", "batch_normalization", "mean_variance_normalization",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",

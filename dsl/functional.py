@@ -1450,3 +1450,106 @@ def dropout(data, ratio=None, training_mode=None, *, seed: int | None = None, re
     count = 2 if return_mask else 1
     out = call("Dropout", data, opset, ratio=ratio, training_mode=training_mode, seed=seed, outputs=count)
     return tuple(out) if return_mask else out
+
+
+# ---- normalization (dsl/ops/normalization.py) -----------------------------------------------------
+def layer_normalization(x, scale, bias=None, axis: int = -1, epsilon: float = 1e-5, *, stash_type: int = 1,
+                        return_stats: bool = False, opset: int | None = None):
+    """ONNX LayerNormalization: ``(x - mean) / sqrt(var + epsilon) * scale + bias`` over dims
+    [axis, rank), stage one in ``stash_type`` (1 float, 16 bfloat16). ``return_stats`` also
+    returns Mean and InvStdDev (reduced dims kept as 1, of the stash type).
+
+    Raises:
+        DslError: axis out of range, scale / bias not broadcastable to x, a bad stash_type.
+
+    Example:
+        >>> layer_normalization(np.array([[1.0, 3.0]], np.float32), np.ones(2, np.float32)).round(3).tolist()
+        [[-1.0, 1.0]]
+    """
+    out = call("LayerNormalization", x, opset, Scale=scale, B=bias, axis=axis, epsilon=epsilon,
+               stash_type=stash_type, outputs=3 if return_stats else 1)
+    if return_stats:
+        return tuple(out)
+    return out[0] if isinstance(out, tuple) else out  # (traced: the node's every output)
+
+
+def rms_normalization(x, scale, axis: int = -1, epsilon: float = 1e-5, *, stash_type: int = 1,
+                      opset: int | None = None):
+    """ONNX RMSNormalization: ``x / sqrt(mean(x**2 over dims [axis, rank)) + epsilon) * scale``.
+
+    Raises:
+        DslError: axis out of range, scale not broadcastable to x, a bad stash_type.
+
+    Example:
+        >>> y = rms_normalization(np.array([[3.0, 4.0]], np.float32), np.ones(2, np.float32), epsilon=0.0)
+        >>> print(", ".join(f"{v:.4f}" for v in y.ravel()))
+        0.8485, 1.1314
+    """
+    return call("RMSNormalization", x, opset, scale=scale, axis=axis, epsilon=epsilon, stash_type=stash_type)
+
+
+def lp_normalization(x, axis: int = -1, p: int = 2, *, opset: int | None = None):
+    """ONNX LpNormalization: ``x`` divided by its L1 (p=1) or L2 (p=2) norm along ``axis`` (0 where it is 0).
+
+    Example:
+        >>> lp_normalization(np.array([3.0, 4.0], np.float32)).tolist()
+        [0.6000000238418579, 0.800000011920929]
+    """
+    return call("LpNormalization", x, opset, axis=axis, p=p)
+
+
+def group_normalization(x, scale, bias, num_groups: int, epsilon: float = 1e-5, *, stash_type: int = 1,
+                        opset: int | None = None):
+    """ONNX GroupNormalization: x (N x C x ...) normalized per instance and group of
+    C / num_groups channels, then ``* scale + bias`` (per channel; per group at opset 18-20).
+
+    Example:
+        >>> x = np.array([[[1.0], [3.0]]], np.float32)
+        >>> group_normalization(x, np.ones(2, np.float32), np.zeros(2, np.float32), 1).round(3).ravel().tolist()
+        [-1.0, 1.0]
+    """
+    return call("GroupNormalization", x, opset, scale=scale, bias=bias, num_groups=num_groups, epsilon=epsilon,
+                stash_type=None if stash_type == 1 else stash_type)
+
+
+def instance_normalization(x, scale, bias, epsilon: float = 1e-5, *, opset: int | None = None):
+    """ONNX InstanceNormalization: ``scale * (x - mean) / sqrt(var + epsilon) + bias``, statistics per
+    instance and channel of x (N x C x D1 ...).
+
+    Example:
+        >>> x = np.array([[[1.0, 3.0]]], np.float32)
+        >>> instance_normalization(x, np.ones(1, np.float32), np.zeros(1, np.float32)).round(3).tolist()
+        [[[-1.0, 1.0]]]
+    """
+    return call("InstanceNormalization", x, opset, scale=scale, B=bias, epsilon=epsilon)
+
+
+def batch_normalization(x, scale, bias, input_mean, input_var, epsilon: float = 1e-5, momentum: float = 0.9, *,
+                        training_mode: int = 0, opset: int | None = None):
+    """ONNX BatchNormalization: ``(x - mean) / sqrt(var + epsilon) * scale + bias`` per channel (dim 1).
+    ``training_mode`` (opset >= 14) uses the batch's statistics and returns (Y, running_mean, running_var).
+
+    Example:
+        >>> one = np.ones(1, np.float32)
+        >>> batch_normalization(np.array([[3.0]], np.float32), one, 0 * one, one, 4 * one, epsilon=0.0).tolist()
+        [[1.0]]
+    """
+    builder = current_builder([x, scale, bias, input_mean, input_var])
+    version = builder.graph.opset if builder is not None else LATEST_OPSET if opset is None else opset
+    names = ("mean", "var") if version < 14 else ("input_mean", "input_var")
+    stats = {names[0]: input_mean, names[1]: input_var}
+    out = call("BatchNormalization", x, opset, scale=scale, B=bias, **stats, epsilon=epsilon, momentum=momentum,
+               training_mode=training_mode or None, outputs=3 if training_mode else 1)
+    if training_mode:
+        return tuple(out)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def mean_variance_normalization(x, axes=(0, 2, 3), *, opset: int | None = None):
+    """ONNX MeanVarianceNormalization: ``(x - E[x]) / (sqrt(E[(x - E[x])**2]) + 1e-9)`` over ``axes``.
+
+    Example:
+        >>> mean_variance_normalization(np.array([1.0, 3.0], np.float32), axes=[0]).round(3).tolist()
+        [-1.0, 1.0]
+    """
+    return call("MeanVarianceNormalization", x, opset, axes=list(axes))

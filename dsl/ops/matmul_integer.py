@@ -113,7 +113,7 @@ def _matmul_integer_rule(call: Call) -> list:
     _check_same_type(call, 2, "a_zero_point", a.dtype, "the type of A")
     _check_same_type(call, 3, "b_zero_point", b.dtype, "the type of B")
     if a.shape is None or b.shape is None:
-        return [TensorType(INT32.__iter__().__next__(), None)]
+        return [TensorType(dtypes.dtype("int32"), None)]
     out = matmul_shape(call, a.shape, b.shape)
     a_shapes, b_shapes = _params(call, 0, ((2, "a_zero_point"),), 1, ((3, "b_zero_point"),))
     call.plan = QuantMatMulPlan(a_shapes, b_shapes)
@@ -173,22 +173,25 @@ def _wide(x: np.ndarray) -> np.ndarray:
 
 
 def _qlinear(call: Call, xs: list) -> list:
-    a_scale_shape, a_zp_shape = call.plan.a
-    b_scale_shape, b_zp_shape = call.plan.b
-    a = _shifted(xs[0], xs[2], a_zp_shape) * _wide(xs[1]).reshape(a_scale_shape)
-    b = _shifted(xs[3], xs[5], b_zp_shape) * _wide(xs[4]).reshape(b_scale_shape)
-    if dtypes.of_array(xs[0]).kind != "float" and dtypes.of_array(xs[3]).kind != "float":
-        # integers: the exact integer sum first, then both scales (they factor out of the sum)
-        a = _shifted(xs[0], xs[2], a_zp_shape)
-        b = _shifted(xs[3], xs[5], b_zp_shape)
-        real = np.matmul(a, b) * _wide(xs[1]).reshape(a_scale_shape) * _wide(xs[4]).reshape(b_scale_shape)
-        if len(xs[0].shape) == 1 and a_scale_shape:
-            real = real  # (a 1-D a has only per-tensor parameters)
-    else:
-        real = np.matmul(a, b)
+    (a_scale_shape, a_zp_shape), (b_scale_shape, b_zp_shape) = call.plan.a, call.plan.b
+    a_scale, b_scale = _wide(xs[1]).reshape(a_scale_shape), _wide(xs[4]).reshape(b_scale_shape)
+    a, b = _shifted(xs[0], xs[2], a_zp_shape), _shifted(xs[3], xs[5], b_zp_shape)
     with np.errstate(all="ignore"):
+        if dtypes.of_array(xs[0]).kind == "float" or dtypes.of_array(xs[3]).kind == "float":
+            real = np.matmul(a * a_scale, b * b_scale)
+        else:  # the exact integer sum, then the scales (a per-row and a per-column one factor out)
+            real = _scaled(np.matmul(a, b), a_scale, b_scale, len(xs[0].shape), len(xs[3].shape))
         quotient = real / _wide(xs[6]).reshape(())
     return [_saturate(quotient, xs[7], call.types[7].dtype)]
+
+
+def _scaled(total: np.ndarray, a_scale: np.ndarray, b_scale: np.ndarray, a_rank: int, b_rank: int) -> np.ndarray:
+    """The sums times the scales, laid out as the output (a 1-D a or b has a per-tensor scale)."""
+    if b_rank == 1 and a_scale.ndim:  # [.., M, 1] against an output [.., M]
+        a_scale = a_scale[..., 0]
+    if a_rank == 1 and b_scale.ndim:  # [.., 1, N] against an output [.., N]
+        b_scale = b_scale[..., 0, :]
+    return total * a_scale * b_scale
 
 
 def _saturate(quotient: np.ndarray, zero_point: np.ndarray, out) -> np.ndarray:
