@@ -27,6 +27,8 @@ from .functional import (celu, elu, gelu, hard_sigmoid, hard_swish, leaky_relu, 
 from .functional import dropout, negative_log_likelihood_loss, softmax_cross_entropy_loss
 from .functional import (batch_normalization, group_normalization, instance_normalization,
                          layer_normalization, lp_normalization, mean_variance_normalization, rms_normalization)
+from .functional import dynamic_quantize_linear, einsum, gemm, matmul_integer, qlinear_matmul
+from .functional import rotary_embedding
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -71,7 +73,8 @@ __all__ = [
     "elu", "selu", "celu", "leaky_relu", "prelu", "hard_sigmoid", "hard_swish", "softplus", "softsign", "thresholded_relu", "shrink", "gelu", "mish", "swish", "swiglu",
     "negative_log_likelihood_loss", "softmax_cross_entropy_loss", "dropout",
     "layer_normalization", "rms_normalization", "lp_normalization", "group_normalization",
-    "instance_normalization", "batch_normalization", "mean_variance_normalization",
+    "instance_normalization", "batch_normalization", "mean_variance_normalization", "rotary_embedding",
+    "gemm", "einsum", "matmul_integer", "qlinear_matmul", "dynamic_quantize_linear",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",
     *[t.py_name for t in _dtypes.ALL], "double",

@@ -1553,3 +1553,180 @@ def mean_variance_normalization(x, axes=(0, 2, 3), *, opset: int | None = None):
         [-1.0, 1.0]
     """
     return call("MeanVarianceNormalization", x, opset, axes=list(axes))
+
+
+# ---- Gemm, Einsum and quantized matmuls (dsl/ops/gemm.py, dsl/ops/matmul_integer.py) ---------------
+EINSUM_MAX_INPUTS = 64  # (Einsum's variadic slots, dsl/ops/gemm.py)
+
+
+def _version_of(values, opset) -> int:
+    builder = current_builder(list(values))
+    return builder.graph.opset if builder is not None else LATEST_OPSET if opset is None else opset
+
+
+def gemm(a, b, c=None, alpha: float = 1.0, beta: float = 1.0, trans_a=0, trans_b=0, *,
+         opset: int | None = None):
+    """ONNX Gemm: ``alpha * A' @ B' + beta * C`` with A' = A.T if ``trans_a``, B' = B.T if ``trans_b``.
+
+    Args:
+        a, b: 2-D tensors of one float or (opset >= 9) int32 / int64 / uint32 / uint64 type.
+        c: optional (required before opset 11), unidirectionally broadcastable to [M, N]; before
+            opset 7 this function sets ``broadcast=1`` so that C broadcasts at every opset.
+        alpha, beta: float factors; beta = 0 leaves C out. Integer types wrap.
+        trans_a, trans_b: 0 / 1 (or bools).
+
+    Returns:
+        The [M, N] product, of the type of ``a``.
+
+    Raises:
+        DslError: operands not 2-D, inner dims that differ, C not broadcastable to [M, N], a type
+            the opset does not accept.
+
+    Example:
+        >>> a = np.array([[1.0, 2.0]], np.float32)
+        >>> gemm(a, a, np.float32(1.0), alpha=2.0, trans_b=1).tolist()
+        [[11.0]]
+    """
+    broadcast = 1 if c is not None and _version_of((a, b, c), opset) < 7 else None
+    return call("Gemm", a, opset, B=b, C=_weak("Gemm", c, a), alpha=float(alpha), beta=float(beta),
+                transA=_flag(trans_a), transB=_flag(trans_b), broadcast=broadcast)
+
+
+def einsum(equation: str, *inputs, opset: int | None = None):
+    """ONNX Einsum: Einstein summation of ``inputs`` by ``equation`` (numpy.einsum's notation:
+    explicit ``->`` output or the implicit one, ``...`` for broadcast dims).
+
+    Args:
+        equation: e.g. ``"ij,jk->ik"``, ``"ii"`` (trace), ``"...ij->...ji"``.
+        inputs: 1 to 64 tensors of one numeric type, one per term.
+
+    Returns:
+        The summed tensor, of the inputs' type (integer sums wrap).
+
+    Raises:
+        DslError: a malformed equation, a term count that is not the input count, ranks or letter
+            sizes that do not fit the terms.
+
+    Example:
+        >>> einsum("ij,j->i", np.array([[1, 2], [3, 4]], np.int32), np.array([1, 1], np.int32)).tolist()
+        [3, 7]
+    """
+    if not 1 <= len(inputs) <= EINSUM_MAX_INPUTS:
+        raise InputError(f"Einsum: takes 1 to {EINSUM_MAX_INPUTS} inputs, got {len(inputs)}")
+    if not isinstance(equation, str):
+        raise InputError(f"Einsum: equation {equation!r} must be a str like 'ij,jk->ik'")
+    return call("Einsum", inputs[0], opset, equation=equation,
+                **{f"Inputs_{k}": v for k, v in enumerate(inputs[1:], start=1)})
+
+
+def matmul_integer(a, b, a_zero_point=None, b_zero_point=None, *, opset: int | None = None):
+    """ONNX MatMulInteger: int32 ``(a - a_zero_point) @ (b - b_zero_point)`` with numpy.matmul's
+    shapes (1-D operands promoted, batch dims broadcast); sums wrap modulo 2**32.
+
+    Args:
+        a, b: int8 / uint8 tensors.
+        a_zero_point: of a's type; a scalar, or per row of a ([M] or [..., M, 1]). A Python int takes a's type.
+        b_zero_point: of b's type; a scalar, or per column of b ([N] or [..., 1, N]).
+
+    Returns:
+        The int32 product.
+
+    Raises:
+        DslError: inner dims that differ, batch dims that do not broadcast, a zero point of another
+            type than its operand or of a bad shape.
+
+    Example:
+        >>> a = np.array([[3, 4]], np.uint8)
+        >>> matmul_integer(a, np.array([[1], [2]], np.uint8), a_zero_point=np.uint8(1)).tolist()
+        [[8]]
+    """
+    return call("MatMulInteger", a, opset, B=b, a_zero_point=_weak("MatMulInteger", a_zero_point, a),
+                b_zero_point=_weak("MatMulInteger", b_zero_point, b))
+
+
+def _scales(op: str, scales: tuple) -> list:
+    """Python float scales take the type of a tensor scale next to them (float when there is none)."""
+    anchor = next((s for s in scales if not _is_weak(s)), None)
+    return [s if not _is_weak(s) else weak_scalar(op, float(s), dtypes.dtype("float") if anchor is None
+                                                  else _element_type(op, anchor)) for s in scales]
+
+
+def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point, *,
+                   opset: int | None = None):
+    """ONNX QLinearMatMul: ``saturate(round_half_even(((a - a_zp) * a_scale) @ ((b - b_zp) * b_scale)
+    / y_scale) + y_zp)`` with numpy.matmul's shapes.
+
+    Args:
+        a, b: int8 / uint8 (opset >= 21 also float8) tensors; zero points of their types (a Python int takes it).
+        a_scale, b_scale: float (opset >= 21 also float16 / bfloat16) scalars, or per row of a /
+            per column of b, each of its zero point's shape. A Python float takes the type of a tensor scale.
+        y_scale, y_zero_point: per-tensor scalars; y_zero_point's type is the output's.
+
+    Returns:
+        The quantized product, of y_zero_point's type.
+
+    Raises:
+        DslError: bad shapes, a zero point of another type than its operand, scales of different types
+            (opset >= 21), a non-scalar y_scale / y_zero_point.
+
+    Example:
+        >>> q = np.array([[2, 4]], np.uint8)
+        >>> qlinear_matmul(q, 0.5, np.uint8(0), q.T, 0.5, np.uint8(0), 1.0, np.uint8(0)).tolist()
+        [[5]]
+    """
+    op = "QLinearMatMul"
+    a_scale, b_scale, y_scale = _scales(op, (a_scale, b_scale, y_scale))
+    return call(op, a, opset, a_scale=a_scale, a_zero_point=_weak(op, a_zero_point, a), b=b, b_scale=b_scale,
+                b_zero_point=_weak(op, b_zero_point, b), y_scale=y_scale,
+                y_zero_point=_weak(op, y_zero_point, a))
+
+
+def dynamic_quantize_linear(x, *, opset: int | None = None):
+    """ONNX DynamicQuantizeLinear: uint8 quantization of float ``x`` over its range widened to include 0:
+    ``y_scale = (max(0, max(x)) - min(0, min(x))) / 255``, ``y_zero_point = round(clip(-min(0, min(x)) /
+    y_scale, 0, 255))``, ``y = saturate(round(x / y_scale) + y_zero_point)`` (rounding half to even;
+    y_scale = 1 for an all-zero or empty x).
+
+    Returns:
+        (y, y_scale, y_zero_point): uint8 of x's shape, a float32 scalar, a uint8 scalar.
+
+    Raises:
+        DslError: x not float32.
+
+    Example:
+        >>> y, scale, zero_point = dynamic_quantize_linear(np.array([0.0, 2.55], np.float32))
+        >>> print(y.tolist(), scale, zero_point)
+        [0, 255] 0.01 0
+    """
+    return tuple(call("DynamicQuantizeLinear", x, opset, outputs=3))
+
+
+# ---- rotary embedding (dsl/ops/rotary.py) -----------------------------------------------------------
+def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved: int = 0, num_heads: int | None = None,
+                     rotary_embedding_dim: int = 0, opset: int | None = None):
+    """ONNX RotaryEmbedding (RoPE): the first ``rotary_embedding_dim`` elements (0: all) of each
+    head rotated by angle pairs ``cos_cache`` / ``sin_cache``, gathered at ``position_ids`` when
+    given; halves (``interleaved=0``) or even / odd pairs.
+
+    Args:
+        x: 4-D (batch, num_heads, sequence, head_size), or 3-D (batch, sequence, hidden) with ``num_heads``.
+        cos_cache, sin_cache: (max_position + 1, rotary_dim / 2) with ``position_ids`` (int64,
+            (batch, sequence)), else (batch, sequence, rotary_dim / 2); of x's type.
+
+    Returns:
+        The rotated tensor, x's shape and type.
+
+    Raises:
+        DslError: a rank other than 3 or 4, num_heads missing or not dividing the hidden size, an
+            odd or too large rotary_embedding_dim, caches or position_ids of the wrong shape or type,
+            a position outside the cache (at run time).
+
+    Example:
+        >>> x = np.array([[[[1.0, 0.0]]]], np.float32)        # one head of size 2
+        >>> c, s = np.array([[0.0]], np.float32), np.array([[1.0]], np.float32)  # a quarter turn
+        >>> rotary_embedding(x, c, s, np.array([[0]])).tolist()
+        [[[[0.0, 1.0]]]]
+    """
+    return call("RotaryEmbedding", x, opset, cos_cache=cos_cache, sin_cache=sin_cache, position_ids=position_ids,
+                interleaved=interleaved, num_heads=num_heads, rotary_embedding_dim=rotary_embedding_dim)
+

@@ -10,8 +10,8 @@ DynamicQuantizeLinear (numpy references; the JIT runs them as numpy steps).
   of small integers), the scales multiply in float64 after it (a per-row a_scale and a per-column
   b_scale factor out of the sum) and the result rounds once. y_scale / y_zero_point are per
   tensor. Version 21's float8 operands dequantize as (x - zp) * scale in float64 and a float8
-  output is real / y_scale + y_zp cast with saturation (onnx's reference casts float8 to int32,
-  which the spec does not say). Integer outputs: NaN gives the low end of the range, as
+  output is real / y_scale + y_zp cast with saturation, rounded once from float64 (onnx's
+  reference casts float8 to int32, which the spec does not say). Integer outputs: NaN gives the low end of the range, as
   QuantizeLinear.
 - DynamicQuantizeLinear: the spec's formula in float32: y_scale = (max(0, max(x)) - min(0,
   min(x))) / 255, y_zero_point = round_half_even(clip(0 - min(0, min(x)) / y_scale, 0, 255)), y =
@@ -80,14 +80,15 @@ def _check_same_type(call: Call, index: int, name: str, want, what: str) -> None
         call.fail(f"{name} has type {call.types[index].dtype}; expected {want} ({what})", DTypeError)
 
 
-def _params(call: Call, a: int, a_params: tuple, b: int, b_params: tuple) -> tuple:
-    """Per-parameter broadcast shapes against A (per row) and B (per column)."""
+def _params(call: Call, a: int, a_params: tuple, b: int, b_params: tuple, names: tuple = ("A", "B")) -> tuple:
+    """Per-parameter broadcast shapes against A (per row) and B (per column), named ``names`` in errors."""
     types = call.types
     shape = (lambda i: types[i].shape if i < len(types) and types[i] is not None else None)
-    a_shapes = tuple(_param_shape(call, name, shape(i), shape(a), "A", True) if i < len(types) and types[i] is not None
-                     else () for i, name in a_params)
-    b_shapes = tuple(_param_shape(call, name, shape(i), shape(b), "B", False) if i < len(types) and types[i] is not None
-                     else () for i, name in b_params)
+    present = (lambda i: i < len(types) and types[i] is not None)
+    a_shapes = tuple(_param_shape(call, name, shape(i), shape(a), names[0], True) if present(i) else ()
+                     for i, name in a_params)
+    b_shapes = tuple(_param_shape(call, name, shape(i), shape(b), names[1], False) if present(i) else ()
+                     for i, name in b_params)
     return a_shapes, b_shapes
 
 
@@ -163,7 +164,7 @@ def _qlinear_rule(call: Call) -> list:
         return [TensorType(y_zp.dtype, None)]
     out = matmul_shape(call, a.shape, b.shape, "a", "b")
     a_shapes, b_shapes = _params(call, 0, ((1, "a_scale"), (2, "a_zero_point")), 3,
-                                 ((4, "b_scale"), (5, "b_zero_point")))
+                                 ((4, "b_scale"), (5, "b_zero_point")), ("a", "b"))
     call.plan = QuantMatMulPlan(a_shapes, b_shapes)
     return [TensorType(y_zp.dtype, out)]
 
@@ -199,7 +200,7 @@ def _saturate(quotient: np.ndarray, zero_point: np.ndarray, out) -> np.ndarray:
     quotient + zero_point cast to a float8 ``out`` with saturation."""
     zp = _wide(zero_point).reshape(())
     if out.kind == "float":
-        return convert((quotient + zp).astype(np.float32), out, saturate=True)
+        return convert(np.asarray(quotient + zp, np.float64), out, saturate=True)  # (one rounding: not via float32)
     info = np.iinfo(out.np_dtype)
     rounded = np.rint(quotient) + zp
     return np.clip(np.nan_to_num(rounded, nan=info.min), info.min, info.max).astype(out.np_dtype)
