@@ -29,6 +29,7 @@ from .functional import (batch_normalization, group_normalization, instance_norm
                          layer_normalization, lp_normalization, mean_variance_normalization, rms_normalization)
 from .functional import dynamic_quantize_linear, einsum, gemm, matmul_integer, qlinear_matmul
 from .functional import rotary_embedding
+from .functional import attention
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -73,7 +74,7 @@ __all__ = [
     "elu", "selu", "celu", "leaky_relu", "prelu", "hard_sigmoid", "hard_swish", "softplus", "softsign", "thresholded_relu", "shrink", "gelu", "mish", "swish", "swiglu",
     "negative_log_likelihood_loss", "softmax_cross_entropy_loss", "dropout",
     "layer_normalization", "rms_normalization", "lp_normalization", "group_normalization",
-    "instance_normalization", "batch_normalization", "mean_variance_normalization", "rotary_embedding",
+    "instance_normalization", "batch_normalization", "mean_variance_normalization", "rotary_embedding", "attention",
     "gemm", "einsum", "matmul_integer", "qlinear_matmul", "dynamic_quantize_linear",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",

@@ -1730,3 +1730,51 @@ def rotary_embedding(x, cos_cache, sin_cache, position_ids=None, *, interleaved:
     return call("RotaryEmbedding", x, opset, cos_cache=cos_cache, sin_cache=sin_cache, position_ids=position_ids,
                 interleaved=interleaved, num_heads=num_heads, rotary_embedding_dim=rotary_embedding_dim)
 
+
+# ---- attention (dsl/ops/attention.py) ----------------------------------------------------------------
+def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, *, is_causal: int = 0, scale: float | None = None,
+              softcap: float = 0.0, q_num_heads: int | None = None, kv_num_heads: int | None = None,
+              softmax_precision: int | None = None, qk_matmul_output_mode: int = 0, return_present: bool = False,
+              nonpad_kv_seqlen=None, left_window_size: int | None = None, right_window_size: int | None = None,
+              return_qk_matmul: bool = False, opset: int | None = None):
+    """ONNX Attention: ``softmax(softcap(q k^T * scale) + bias) v`` per head, the bias made of
+    ``attn_mask`` (bool: True attends; float: added; a short last dim is padded with -inf),
+    ``is_causal`` (query i attends key j <= i + past length), ``nonpad_kv_seqlen`` (version 24)
+    and the window (version 25). A query row with no key to attend gives 0.
+
+    Args:
+        q, k, v: 4-D (batch, heads, sequence, head_size), or 3-D (batch, sequence, heads * head_size)
+            with ``q_num_heads`` / ``kv_num_heads``; kv heads divide q heads (grouped-query).
+        attn_mask: broadcastable to (batch, q_heads, q_sequence, total_sequence).
+        past_key, past_value: (batch, kv_heads, past_sequence, head_size), put before k / v.
+        scale: of q k^T (default 1 / sqrt(head_size)); softcap: 0 disables it.
+        softmax_precision: an ONNX type code (1 float, 10 float16, 11 double, 16 bfloat16).
+        qk_matmul_output_mode: which scores ``return_qk_matmul`` returns (0 q k^T * scale,
+            1 after softcap, 2 with the bias, 3 the probabilities).
+        return_present: also return present_key, present_value (4-D, past and new keys / values).
+
+    Returns:
+        y (q's layout and type, head size of v); with ``return_present`` (y, present_key,
+        present_value); with ``return_qk_matmul`` the scores last.
+
+    Raises:
+        DslError: ranks other than all 3 or all 4, missing or non-dividing head counts, mismatched
+            batch / sequence / head sizes, a mask not broadcastable, past shapes or types that do
+            not match, past given with nonpad_kv_seqlen, bad attribute values.
+
+    Example:
+        >>> q = np.ones((1, 1, 1, 2), np.float32)
+        >>> k = np.array([[[[1.0, 0.0], [1.0, 0.0]]]], np.float32)
+        >>> v = np.array([[[[1.0, 2.0], [3.0, 4.0]]]], np.float32)
+        >>> attention(q, k, v).tolist()
+        [[[[2.0, 3.0]]]]
+    """
+    out = call("Attention", q, opset, outputs=4, K=k, V=v,
+               attn_mask=attn_mask, past_key=past_key, past_value=past_value, nonpad_kv_seqlen=nonpad_kv_seqlen,
+               is_causal=is_causal, scale=scale, softcap=softcap, q_num_heads=q_num_heads, kv_num_heads=kv_num_heads,
+               softmax_precision=softmax_precision, qk_matmul_output_mode=qk_matmul_output_mode,
+               left_window_size=left_window_size, right_window_size=right_window_size)
+    if not (return_present or return_qk_matmul):
+        return out[0]
+    return tuple(out[:3] if not return_qk_matmul else out if return_present else (out[0], out[3]))
+

@@ -375,7 +375,9 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 class _Values(dict):
-    """Name -> Value, creating each Value on first use."""
+    """Name -> Value, creating each Value on first use; ``taken``: every name the graph spells."""
+
+    taken: frozenset = frozenset()
 
     def __missing__(self, name: str) -> Value:
         self[name] = Value(name)
@@ -411,6 +413,7 @@ def graph_from_model(model, base_dir: str | None = None) -> Graph:
     _check_names(gp.output, "graph output", unique=False)  # a value may be returned twice
     initializers = {t.name: _read_only(tensor_from_proto(t, base_dir)) for t in gp.initializer}
     values = _Values()
+    values.taken = frozenset(n for node in gp.node for n in (*node.input, *node.output)) | set(initializers)
     inputs = []
     for vi in gp.input:
         if vi.name not in initializers:  # an initializer listed as input is a constant here
@@ -441,6 +444,14 @@ def _node_attrs(np_node, schema, label: str, base_dir: str | None) -> dict:
     return attrs
 
 
+def _unused_name(values: _Values, stem: str) -> str:
+    name, suffix = stem, 0
+    while name in values or name in values.taken:
+        suffix += 1
+        name = f"{stem}_{suffix}"
+    return name
+
+
 def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir: str | None) -> Node:
     name = np_node.name or f"{np_node.op_type}_{index}"
     label = f"{np_node.op_type} (node {name!r})"
@@ -449,9 +460,9 @@ def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir:
     out_names = list(np_node.output)
     while out_names and not out_names[-1]:  # trailing omitted optional outputs
         out_names.pop()
-    if "" in out_names:
-        raise UnsupportedError(f"{label}: an omitted output before a present one is not supported "
-                               f"(outputs {list(np_node.output)})")
+    for position, out_name in enumerate(out_names):  # an omitted output before a present one:
+        if not out_name:                                # computed, under a name nothing else uses
+            out_names[position] = _unused_name(values, f"{name}/omitted_output_{position}")
     need = _min_outputs(np_node.op_type, opset)
     if len(out_names) < need:
         raise InputError(f"{label}: lists {len(out_names)} outputs {list(np_node.output)} (omitted "

@@ -2,6 +2,7 @@
 from . import arith, cast, constant, quantize, shape, math, logic, minmax, bitwise, variadic, activations  # noqa: F401  (registration side effects)
 from . import reduce, reduce_composite, matmul, gemm, matmul_integer, movement, indexing, selection, arrange, padding, scan, trig, rounding  # noqa: F401
 from . import losses, dropout  # noqa: F401
+from . import attention  # noqa: F401
 from . import normalization, rotary  # noqa: F401
 from .registry import LATEST_OPSET, MIN_OPSET, OpDef, all_ops, get
 

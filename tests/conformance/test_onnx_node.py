@@ -85,9 +85,10 @@ def _assert_same(got, want, rtol: float, atol: float, where: str) -> None:
 # test_attention_4d_causal_fp16_expanded dsl is within 1.09 fp16 ulp, onnx's expected values
 # within 1.42; the two differ by 1.2e-3 relative where the case allows 1e-3. These cases compare
 # at two ulp of their output type instead (rtol 2**-9 for float16, 2**-6 for bfloat16).
-SIXTEEN_BIT_ROUNDED = {f"test_attention_{name}_expanded": rtol for name, rtol in {
+SIXTEEN_BIT_ROUNDED = {f"test_attention_{name}{form}": rtol for name, rtol in {
     "4d_causal_fp16": 2 ** -9, "4d_causal_bf16": 2 ** -6, "4d_padded_kv_bf16": 2 ** -6,
-    "4d_causal_padded_kv_bf16": 2 ** -6, "4d_attn_mask_causal_bf16": 2 ** -6, "3d_causal_bf16": 2 ** -6}.items()}
+    "4d_causal_padded_kv_bf16": 2 ** -6, "4d_attn_mask_causal_bf16": 2 ** -6, "3d_causal_bf16": 2 ** -6}.items()
+    for form in ("", "_expanded")}  # (the Attention node itself and its function body)
 
 
 @pytest.mark.parametrize("engine", ["jit", "numpy"])

@@ -386,6 +386,23 @@ def test_trailing_omitted_output_is_dropped():
     assert prog.graph.nodes[0].outputs[0].name == "y" and len(prog.graph.nodes[0].outputs) == 1
 
 
+@pytest.mark.parametrize("engine", ["jit", "numpy"])
+def test_omitted_output_before_a_present_one_is_computed_unseen(engine):
+    # Split's middle output omitted; the name it gets must not capture the user's value named alike
+    split = helper.make_node("Split", ["x"], ["a", "", "c"], axis=0, name="s", num_outputs=3)
+    clash = helper.make_node("Neg", ["x"], ["s/omitted_output_1"])
+    out = helper.make_node("Add", ["c", "s/omitted_output_1"], ["y"])
+    model = make_model([split, clash, out], [info("x", "float", [3])], [info("a", "float", None), info("y", "float", None)],
+                       opset=18)
+    prog = dsl.from_onnx(model)
+    x = np.array([1.0, 2.0, 4.0], np.float32)
+    a, y = prog.run({"x": x}, engine=engine)
+    assert a.tolist() == [1.0]
+    np.testing.assert_array_equal(y, x[2:] - x)  # c + (-x): the Neg's value, not Split's middle part
+    names = [v.name for v in prog.graph.nodes[0].outputs]
+    assert names[0] == "a" and names[2] == "c" and names[1] not in ("", "s/omitted_output_1")
+
+
 # ---- one-op models per (op, type, opset), checked against onnx's own schemas --------------
 X_SHAPE = (3, 1, 3)  # 9 elements: odd for 4-bit types, 9 % 4 == 1 for 2-bit types
 

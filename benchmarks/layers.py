@@ -1,9 +1,10 @@
-"""The composite layer ops as users call them: LayerNormalization, RMSNormalization and
-RotaryEmbedding through their ONNX op (one node each), dsl.jit side by side with a numpy formula,
+"""The layer ops of a transformer block as users call them: LayerNormalization, RMSNormalization,
+RotaryEmbedding and Attention (causal prefill, and a decode step against a KV cache) through
+their ONNX op (one node each), dsl.jit side by side with a numpy formula,
 onnxruntime running the same node and jax.jit; interleaved, medians; GB/s of the bytes each op
 must move, and a 2-thread streaming copy of the same bytes as the machine's ceiling.
 
-Run: python benchmarks/normalization.py [--repeat N] [--only NAME ...]
+Run: python benchmarks/layers.py [--repeat N] [--only NAME ...]
      (needs the `bench` extra: onnxruntime, jax)
 """
 import argparse
@@ -16,11 +17,12 @@ sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]  # 
 import numpy as np  # noqa: E402
 
 import dsl  # noqa: E402
+from dsl.ops import registry  # noqa: E402
 
 sys.path.insert(0, _HERE)
 from _timing import CORES, interleaved_medians, ort_session, table  # noqa: E402
 
-ROWS, WIDTH = 8192, 2048                     # 64 MiB of float32 activations (twice the L3)
+ROWS, WIDTH = 4096, 4096                     # 64 MiB of float32 activations (twice the L3)
 BATCH, HEADS, SEQ, HEAD = 1, 32, 2048, 128   # RoPE on a 32 MiB query block, 2048 cached positions
 
 
@@ -37,6 +39,18 @@ def _rope_numpy(x, cos, sin, pos):
     c, s = cos[pos][:, None], sin[pos][:, None]
     x1, x2 = x[..., :HEAD // 2], x[..., HEAD // 2:]
     return np.concatenate([c * x1 - s * x2, s * x1 + c * x2], axis=-1)
+
+
+def _softmax(s):
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _attention_numpy(q, k, v, causal=False):
+    s = q @ np.swapaxes(k, -1, -2) * np.float32(q.shape[-1] ** -0.5)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, np.float32(-np.inf))
+    return _softmax(s) @ v
 
 
 def _jax(kind):
@@ -58,7 +72,15 @@ def _jax(kind):
         x1, x2 = x[..., :HEAD // 2], x[..., HEAD // 2:]
         return jnp.concatenate([c * x1 - s * x2, s * x1 + c * x2], axis=-1)
 
-    compiled = jax.jit({"layer": layer, "rms": rms, "rope": rope}[kind])
+    def attention(q, k, v, causal=False):
+        s = q @ jnp.swapaxes(k, -1, -2) * q.shape[-1] ** -0.5
+        if causal:
+            s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+        return jax.nn.softmax(s, -1) @ v
+
+    functions = {"layer": layer, "rms": rms, "rope": rope, "attention": attention,
+                 "causal attention": lambda q, k, v: attention(q, k, v, True)}
+    compiled = jax.jit(functions[kind])
     return lambda *arrays: compiled(*arrays).block_until_ready()
 
 
@@ -71,6 +93,8 @@ def programs(rng):
     angles = np.arange(SEQ)[:, None] * 10000.0 ** (-np.arange(HEAD // 2) / (HEAD // 2))
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
     pos = np.arange(SEQ, dtype=np.int64)[None].repeat(BATCH, 0)
+    prefill = [rng.standard_normal((1, 16, 1024, 64)).astype(np.float32) for _ in range(3)]
+    step = [rng.standard_normal((1, 16, s, 64)).astype(np.float32) for s in (1, 2048, 2048)]
     return {
         f"LayerNormalization [{ROWS}, {WIDTH}]": ("LayerNormalization", {"axis": -1, "epsilon": 1e-5}, 17,
                                                  [x, gamma, beta], _layer_numpy, "layer"),
@@ -78,6 +102,9 @@ def programs(rng):
                                                [x, gamma], _rms_numpy, "rms"),
         f"RotaryEmbedding [{BATCH}, {HEADS}, {SEQ}, {HEAD}]": ("RotaryEmbedding", {}, 23, [q, cos, sin, pos],
                                                            _rope_numpy, "rope"),
+        "Attention B1 H16 S1024 D64, causal": ("Attention", {"is_causal": 1}, 23, prefill,
+                                               lambda q, k, v: _attention_numpy(q, k, v, True), "causal attention"),
+        "Attention decode, S_q 1, KV 2048": ("Attention", {}, 23, step, _attention_numpy, "attention"),
     }
 
 
@@ -115,6 +142,9 @@ def main():
     rows = []
     for name, (op, attrs, opset, arrays, numpy_fn, kind) in programs(np.random.default_rng(0)).items():
         if args.only and not any(name.startswith(o) for o in args.only):
+            continue
+        if op not in registry.all_ops():
+            print(f"{name}: dsl has no {op}")
             continue
         model, names = _model(op, attrs, opset, arrays)
         program = dsl.from_onnx(model)
