@@ -30,6 +30,7 @@ from .functional import (batch_normalization, group_normalization, instance_norm
 from .functional import dynamic_quantize_linear, einsum, gemm, matmul_integer, qlinear_matmul
 from .functional import rotary_embedding
 from .functional import attention
+from .functional import causal_conv_with_state, linear_attention
 from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on traced values and Tensors)
 from .jit import JitFunction, jit
 from .layout import contiguous
@@ -75,6 +76,7 @@ __all__ = [
     "negative_log_likelihood_loss", "softmax_cross_entropy_loss", "dropout",
     "layer_normalization", "rms_normalization", "lp_normalization", "group_normalization",
     "instance_normalization", "batch_normalization", "mean_variance_normalization", "rotary_embedding", "attention",
+    "linear_attention", "causal_conv_with_state",
     "gemm", "einsum", "matmul_integer", "qlinear_matmul", "dynamic_quantize_linear",
     "DslError", "DTypeError", "InputError", "ResourceError", "ShapeError", "UnsupportedAttributeError",
     "UnsupportedError",

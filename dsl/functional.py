@@ -1778,3 +1778,67 @@ def attention(q, k, v, attn_mask=None, past_key=None, past_value=None, *, is_cau
         return out[0]
     return tuple(out[:3] if not return_qk_matmul else out if return_present else (out[0], out[3]))
 
+
+# ---- linear attention (dsl/ops/linear_attention.py) ----------------------------------------------------
+def linear_attention(query, key, value, past_state=None, decay=None, beta=None, *, q_num_heads: int,
+                     kv_num_heads: int, update_rule: str = "gated_delta", scale: float = 0.0, chunk_size: int = 64,
+                     opset: int | None = None):
+    """ONNX LinearAttention (opset >= 27): a recurrent state S (d_k x d_v per KV head) updated token
+    by token, ``o_t = scale * q_t^T S_t``; ``update_rule`` 'linear' (S += k v^T), 'gated'
+    (S = exp(decay) S + k v^T), 'delta' (S += beta k (v - S^T k)^T) or 'gated_delta' (both).
+
+    Args:
+        query: (batch, sequence, q_num_heads * d_k); key: (batch, sequence, kv_num_heads * d_k);
+            value: (batch, sequence, kv_num_heads * d_v); all of one float type.
+        past_state: (batch, kv_num_heads, d_k, d_v), default zeros; may have another float type.
+        decay: log-space gate (batch, sequence, kv_num_heads * d_k or kv_num_heads), for the gated rules.
+        beta: update rate (batch, sequence, kv_num_heads or 1), for the delta rules.
+        q_num_heads, kv_num_heads: head counts; kv_num_heads divides q_num_heads (grouped-query).
+        scale: 0 means 1 / sqrt(d_k). chunk_size: a tuning hint (positive), no effect on values.
+
+    Returns:
+        (output (batch, sequence, q_num_heads * d_v) of query's type, present_state of past_state's
+        type, or query's without past_state).
+
+    Raises:
+        DslError: ranks or shapes that do not match the head counts, a missing or unexpected
+            decay / beta for the update rule, bad head counts, update_rule, scale or chunk_size.
+
+    Example:
+        >>> one = np.ones((1, 2, 1), np.float32)
+        >>> out, state = linear_attention(one, one, np.array([[[1.0], [2.0]]], np.float32), q_num_heads=1,
+        ...                               kv_num_heads=1, update_rule="linear")
+        >>> out.tolist(), state.tolist()
+        ([[[1.0], [3.0]]], [[[[3.0]]]])
+    """
+    return tuple(call("LinearAttention", query, opset, outputs=2, key=key, value=value, past_state=past_state,
+                      decay=decay, beta=beta, q_num_heads=q_num_heads, kv_num_heads=kv_num_heads,
+                      update_rule=update_rule, scale=scale, chunk_size=chunk_size))
+
+
+# ---- causal convolution with state (dsl/ops/causal_conv.py) --------------------------------------------
+def causal_conv_with_state(x, weight, bias=None, past_state=None, *, activation: str = "none",
+                           opset: int | None = None):
+    """ONNX CausalConvWithState (opset >= 27): a causal depthwise 1-D convolution of
+    (batch, channels, length) whose left padding is ``past_state`` (default zeros), with an
+    optional bias and fused SiLU; also returns the last k - 1 positions as the next state.
+
+    Args:
+        x: (batch, channels, length). weight: (channels, 1, k). bias: (channels,).
+        past_state: (batch, channels, k - 1). All of one float type.
+        activation: 'none', 'silu' or 'swish' (an alias of 'silu').
+
+    Returns:
+        (output of x's shape and type, present_state (batch, channels, k - 1)).
+
+    Raises:
+        DslError: ranks or shapes other than the above, an unknown activation, mixed types.
+
+    Example:
+        >>> x = np.array([[[1.0, 2.0, 3.0]]], np.float32)
+        >>> out, state = causal_conv_with_state(x, np.ones((1, 1, 2), np.float32))
+        >>> out.tolist(), state.tolist()
+        ([[[1.0, 3.0, 5.0]]], [[[3.0]]])
+    """
+    return tuple(call("CausalConvWithState", x, opset, outputs=2, weight=weight, bias=bias, past_state=past_state,
+                      activation=activation))
