@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels import matvec
+
 from .. import dtypes
 from ..ir import TensorType
 from . import chunks
@@ -38,7 +40,34 @@ def _matmul_rule(call: Call) -> list:
 def _matmul_reference(call: Call, xs: list) -> list:
     a, b = (domain_array(x) for x in xs)
     with np.errstate(all="ignore"):
-        return [finish(np.matmul(a, b), call.types[0].dtype)]
+        product = _few_rows(a, b)
+        return [finish(np.matmul(a, b) if product is None else product, call.types[0].dtype)]
+
+
+def _few_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """a @ b by kernels/matvec.py when float32 a has few rows against a large batch of b (a
+    decode step: Q K^T, P V), else None. A trailing batch dim along which b is broadcast (the
+    query heads of one KV head) folds into a's rows, so b is read once per KV head."""
+    if a.dtype != np.float32 or b.dtype != np.float32 or a.ndim < 3 or b.ndim < 3 or a.shape[-2] > matvec.MAX_ROWS:
+        return None
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    b = b.reshape((1,) * (len(batch) + 2 - b.ndim) + b.shape)
+    fold = batch[-1] if batch[-1] > 1 and b.shape[-3] == 1 and a.shape[-2] * batch[-1] <= matvec.MAX_ROWS else 1
+    if fold > 1:  # [.., g, M, K] @ [.., 1, K, N] -> [.., g * M, K] @ [.., K, N]
+        a = np.broadcast_to(a, batch + a.shape[-2:]).reshape(batch[:-1] + (fold * a.shape[-2], a.shape[-1]))
+        b, batch = b[..., 0, :, :], batch[:-1]
+    if b.shape[:-2] != batch or b.size < matvec.PARALLEL_MIN_ELEMENTS:
+        return None  # (b broadcast along a batch dim would be read once per copy; small: BLAS)
+    try:
+        b3 = np.reshape(b, (-1,) + b.shape[-2:], copy=False)
+    except ValueError:  # batch dims that do not merge into one stride
+        return None
+    if b3.shape[0] < 2 or matvec.layout(b3) is None:
+        return None
+    a3 = np.broadcast_to(a, batch + a.shape[-2:]).reshape((-1,) + a.shape[-2:])
+    out = matvec.batched_few_rows(np.ascontiguousarray(a3), b3)
+    rows = out.shape[1] // fold
+    return out.reshape(batch + ((fold, rows) if fold > 1 else (rows,)) + out.shape[-1:])
 
 
 register(OpDef(

@@ -141,3 +141,25 @@ def test_matmul_operator_in_jit():
     kernel = dsl.jit(lambda a, b: a @ b)
     a, b = sample(dtypes.dtype("int64"), (3,), 3), sample(dtypes.dtype("int64"), (2, 3, 2), 4)
     np.testing.assert_array_equal(kernel(a, b), exact_matmul(a, b, dtypes.dtype("int64")))
+
+
+@pytest.mark.parametrize("engine", ["numpy", "jit"])
+@pytest.mark.parametrize("a_shape, b_shape, transposed", [
+    ((1, 16, 1, 64), (1, 16, 2048, 64), True),     # a decode step's Q K^T (K^T a view)
+    ((1, 16, 1, 2048), (1, 16, 2048, 64), False),  # its P V
+    ((2, 4, 3, 1, 64), (2, 4, 1, 512, 64), True),  # grouped-query heads: the group folds into rows
+    ((2, 4, 3, 2, 64), (2, 4, 1, 64, 512), False),
+    ((2, 3, 1, 64), (1, 3, 64, 4096), False),      # b broadcast along a batch dim: BLAS
+    ((4, 1, 64), (4, 4096, 128), True),            # b sliced (not contiguous): BLAS
+])
+def test_few_row_products_match_a_float64_matmul(engine, a_shape, b_shape, transposed):
+    rng = np.random.default_rng(len(a_shape) + b_shape[-1])
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    if transposed:
+        b = np.swapaxes(b, -1, -2)[..., :64, :] if b_shape[-1] == 128 else np.swapaxes(b, -1, -2)
+    fn = dsl.matmul if engine == "numpy" else dsl.jit(lambda x, y: dsl.matmul(x, y))
+    got = fn(a, b)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
