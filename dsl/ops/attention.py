@@ -82,10 +82,6 @@ class AttentionPlan:
         return self.q_heads // self.kv_heads
 
 
-def _given(types: list, index: int):
-    return types[index] if index < len(types) else None
-
-
 def _check_attrs(call: Call) -> None:
     attrs = call.attrs
     if attrs["is_causal"] not in (0, 1):
@@ -106,16 +102,16 @@ def _check_attrs(call: Call) -> None:
 
 
 def _check_types(call: Call) -> None:
-    v, past_value = call.types[2], _given(call.types, 5)
+    v, past_value = call.types[2], call.input_type(5)
     if past_value is not None and past_value.dtype != v.dtype:
         call.fail(f"past_value has element type {past_value.dtype} but V has {v.dtype}; expected one type "
                   "(T2)", DTypeError)
-    past_key = _given(call.types, 4)
+    past_key = call.input_type(4)
     if (past_key is None) != (past_value is None):
         given = "past_key" if past_value is None else "past_value"
         call.fail(f"{given} given without {'past_value' if past_value is None else 'past_key'}; expected "
                   "both or neither", InputError)
-    if past_key is not None and _given(call.types, 6) is not None:
+    if past_key is not None and call.input_type(6) is not None:
         call.fail("nonpad_kv_seqlen given with past_key / past_value; expected one kind of KV cache "
                   "(nonpad_kv_seqlen is for a cache updated outside the op)", InputError)
 
@@ -195,7 +191,7 @@ def _past_length(call: Call, past_key, past_value, batch: int, kv_heads: int, he
 def _rule(call: Call) -> list:
     _check_attrs(call)
     _check_types(call)
-    types = [_given(call.types, i) for i in range(7)]
+    types = [call.input_type(i) for i in range(7)]
     q, k, v, mask, past_key, past_value, nonpad = types
     t1, t2 = q.dtype, v.dtype
     count = 4 if call.outputs is None else max(1, min(call.outputs, 4))

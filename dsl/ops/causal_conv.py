@@ -36,10 +36,6 @@ class CausalConvPlan:
     silu: bool
 
 
-def _given(types: list, index: int):
-    return types[index] if index < len(types) else None
-
-
 def _activation(call: Call) -> str:
     activation = call.attrs["activation"]
     if isinstance(activation, bytes):
@@ -63,7 +59,7 @@ def _check_shapes(call: Call, x: tuple, weight: tuple, bias, past) -> None:
 
 def _rule(call: Call) -> list:
     silu = _activation(call) != "none"
-    x, weight, bias, past = (_given(call.types, i) for i in range(4))
+    x, weight, bias, past = (call.input_type(i) for i in range(4))
     dt = x.dtype
     for name, value_type, rank in (("input", x, 3), ("weight", weight, 3), ("bias", bias, 1), ("past_state", past, 3)):
         if value_type is not None and value_type.rank not in (None, rank):

@@ -50,7 +50,7 @@ class GemmPlan:
 
 def _gemm_rule(call: Call) -> list:
     a, b = call.types[0], call.types[1]
-    c = call.types[2] if len(call.types) > 2 else None
+    c = call.input_type(2)
     dt = a.dtype
     if a.shape is None or b.shape is None:
         return [TensorType(dt, None)]

@@ -410,7 +410,7 @@ def _tensor_scatter_rule(call: Call) -> list:
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in ("linear", "circular"):
         call.fail(f"mode {mode!r}; expected 'linear' or 'circular'", InputError)
-    indices = call.types[2] if len(call.types) > 2 else None
+    indices = call.input_type(2)
     if indices is not None and indices.shape is not None and len(indices.shape) != 1:
         call.fail(f"write_indices has shape {list(indices.shape)}; expected a 1-D tensor (one index per batch)")
     if cache.shape is None or update.shape is None:

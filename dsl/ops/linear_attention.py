@@ -53,10 +53,6 @@ class LinearAttentionPlan:
         return self.q_heads // self.kv_heads
 
 
-def _given(types: list, index: int):
-    return types[index] if index < len(types) else None
-
-
 def _check_attrs(call: Call) -> str:
     attrs = call.attrs
     rule = attrs["update_rule"]
@@ -78,7 +74,7 @@ def _check_attrs(call: Call) -> str:
 def _check_gates(call: Call, rule: str) -> tuple:
     gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
     for name, index, needed in (("decay", 4, gated), ("beta", 5, delta)):
-        given = _given(call.types, index) is not None
+        given = call.input_type(index) is not None
         if needed and not given:
             call.fail(f"update_rule {rule!r} requires the {name} input; it is missing", InputError)
         if given and not needed:
@@ -138,7 +134,7 @@ def _partial_types(call: Call, types: list, out_type, state_type) -> list:
 def _rule(call: Call) -> list:
     rule = _check_attrs(call)
     gated, delta = _check_gates(call, rule)
-    types = [_given(call.types, i) for i in range(6)]
+    types = [call.input_type(i) for i in range(6)]
     ranks = dict(zip(_NAMES, (3, 3, 3, 4, 3, 3)))
     for name, value_type in zip(_NAMES, types):
         if value_type is not None and value_type.rank not in (None, ranks[name]):

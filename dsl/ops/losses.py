@@ -23,7 +23,7 @@ _ATTRS = (Attr("ignore_index", "int", None), Attr("reduction", "string", "mean")
 
 def _loss_rule(call: Call, log_prob_output: bool) -> list:
     x, target = call.types[0], call.types[1]
-    weight = call.types[2] if len(call.types) > 2 else None
+    weight = call.input_type(2)
     reduction = call.attrs["reduction"]
     if reduction not in _REDUCTIONS:
         call.fail(f"reduction {reduction!r}; expected one of {list(_REDUCTIONS)}", InputError)

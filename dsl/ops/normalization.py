@@ -166,7 +166,7 @@ def _count(call: Call, most: int) -> int:
 # ---- LayerNormalization / RMSNormalization ---------------------------------------------------------
 def _layer_rule(call: Call) -> list:
     x, scale = call.types[0], call.types[1]
-    bias = call.types[2] if len(call.types) > 2 else None
+    bias = call.input_type(2)
     stash = _stash(call, _LAYER_STASH)
     if x.shape is None:
         return [TensorType(x.dtype, None), TensorType(stash, None), TensorType(stash, None)]

@@ -151,7 +151,7 @@ def _is_single(shape: tuple) -> bool:
 # ---- DequantizeLinear ---------------------------------------------------------------------
 def _dequantize_rule(call: Call) -> list:
     x_type, scale_type = call.types[0], call.types[1]
-    zp_type = call.types[2] if len(call.types) > 2 else None
+    zp_type = call.input_type(2)
     _check_zero_point(call, scale_type, zp_type, x_type.dtype)
     requested = _dtype_attr(call, "output_dtype")
     out = requested or scale_type.dtype
@@ -247,7 +247,7 @@ def _quantize_output(call: Call, zp_type):
 
 def _quantize_rule(call: Call) -> list:
     x_type, scale_type = call.types[0], call.types[1]
-    zp_type = call.types[2] if len(call.types) > 2 else None
+    zp_type = call.input_type(2)
     if 19 <= call.version < 23 and scale_type.dtype != x_type.dtype:
         call.fail(f"y_scale has type {scale_type.dtype}; expected {x_type.dtype} (the type of x) at "
                   f"version {call.version}", DTypeError)

@@ -84,6 +84,10 @@ class Call:
     def fail(self, message: str, cls: type[DslError] = ShapeError):
         raise cls(f"{where(self.op, self.node)}: {message}")
 
+    def input_type(self, index: int):
+        """The type of input ``index``, or None when the node omits it (absent or trailing)."""
+        return self.types[index] if index < len(self.types) else None
+
     def require_type(self, dt, allowed, what: str) -> None:
         """DTypeError unless ``dt`` is in ``allowed``: "<what> <dt> at version V; expected one of"."""
         if dt not in allowed:

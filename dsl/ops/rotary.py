@@ -65,7 +65,7 @@ def _rotary_dim(call: Call, head_size: int) -> int:
 
 def _check_caches(call: Call, shape: tuple, half: int) -> None:
     cos, sin = call.types[1], call.types[2]
-    positions = call.types[3] if len(call.types) > 3 else None
+    positions = call.input_type(3)
     batch, sequence = shape[0], (shape[2] if len(shape) == 4 else shape[1])
     for name, cache in (("cos_cache", cos), ("sin_cache", sin)):
         if cache.shape is None:
