@@ -100,6 +100,74 @@ def test_fast_softmax_rows_are_float32_within_their_bound(scale, cols):
     assert np.all(np.isfinite(log_fast) | (want64 == 0))
 
 
+def logsoftmax64(x: np.ndarray) -> np.ndarray:
+    w = x.astype(np.float64)
+    shifted = w - w.max(-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+
+
+ROW_FORMS = {  # the fast row's forms: the row read again or copied; exponentials in the output or tmp
+    "load, float32 out": (lambda v: dsl.softmax(v), lambda v: dsl.log_softmax(v), lambda w: w, np.float32),
+    "computed, float32 out": (lambda v: dsl.softmax(v * 2.0), lambda v: dsl.log_softmax(v * 2.0), lambda w: w * 2,
+                              np.float32),
+    "load, float16 epilogue": (lambda v: dsl.cast(dsl.softmax(v), dsl.float16),
+                               lambda v: dsl.cast(dsl.log_softmax(v), dsl.float16), lambda w: w, np.float16),
+    "computed, scaled epilogue": (lambda v: dsl.softmax(v - 1.0) * 3.0, lambda v: dsl.log_softmax(v - 1.0) * 3.0,
+                                  lambda w: w - 1, np.float32),
+}
+
+
+@pytest.mark.parametrize("form", list(ROW_FORMS))
+@pytest.mark.parametrize("cols", [5, 512, 1000])
+def test_fast_softmax_and_log_softmax_row_forms(form, cols):
+    """Every form of the fast row (kernels/codegen source.py _softmax_row_f32) against float64,
+    with a NaN row (all NaN), a row of -inf (all NaN, as numpy), a row holding +inf and a row
+    of zeros (both zeros: either may be the maximum)."""
+    softmax, log_softmax, producer, out = ROW_FORMS[form]
+    x = (np.random.default_rng(cols).standard_normal((9, cols)) * 4).astype(np.float32)
+    x[1, cols // 2], x[2], x[3, 0], x[4] = np.nan, -np.inf, np.inf, 0.0
+    x[5, ::2] = -0.0
+    w = producer(x.astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        want, log_want = softmax64(w), logsoftmax64(w)
+    scale = 3.0 if "scaled" in form else 1.0
+    got, log_got = dsl.jit(softmax)(x), dsl.jit(log_softmax)(x)
+    assert got.dtype == out and log_got.dtype == out
+    # float32: 4 ulp plus the rounding of v - max (as above); log-softmax: that difference's
+    # rounding (absolute) and the result's own; float16 results: one more rounding
+    with np.errstate(invalid="ignore"):
+        shift = np.abs(w - w.max(-1, keepdims=True))
+    rows = np.r_[0, 4:9]
+    narrow = 2.0 ** -11 if out == np.float16 else 0.0
+    soft_error = np.abs(got[rows].astype(np.float64) - want[rows] * scale)
+    soft_bound = ((4 + shift[rows]) * 2.0 ** -23 + narrow) * want[rows] * scale + narrow * 2.0 ** -13
+    assert np.all(soft_error <= soft_bound), float((soft_error / soft_bound).max())
+    log_error = np.abs(log_got[rows].astype(np.float64) - log_want[rows] * scale)
+    peak = np.abs(w[rows]).max(-1, keepdims=True) + np.log(cols)  # (max + log(sum): one float32 rounding)
+    log_bound = ((4 + shift[rows] + peak + np.abs(log_want[rows])) * 2.0 ** -23
+                 + narrow * np.abs(log_want[rows])) * scale
+    assert np.all(log_error <= log_bound + 2.0 ** -30), float((log_error / (log_bound + 2.0 ** -30)).max())
+    for rows in (got, log_got):
+        assert np.isnan(rows[1:4]).all() and not np.isnan(rows[np.r_[0, 4:9]]).any()
+
+
+def test_row_kernels_prefetch_the_next_row():
+    """Softmax rows prefetch the first 4 KiB of the next row; reductions only rows of at most
+    4 KiB (longer ones are streams the hardware prefetches); a row broadcast (stride 0) is not
+    prefetched; the results are those of plain numpy."""
+    x = np.random.default_rng(3).standard_normal((6, 40, 33)).astype(np.float32)
+    gamma = np.random.default_rng(4).standard_normal(33).astype(np.float32)
+    soft = dsl.jit(lambda v: dsl.softmax(v))
+    total = dsl.jit(lambda v, g: dsl.reduce_sum(v * g, [-1], keepdims=False))
+    soft_source = soft.executable(x).runners[0].source_for_contiguous()
+    sum_source = total.executable(x, gamma).runners[0].source_for_contiguous()
+    assert "_bits.prefetch(b0, p0_0 + s0_0 + f_)" in soft_source and "rowlen <= " not in soft_source
+    assert "if i0 + np.uint64(1) < np.uint64(stop) and rowlen <= np.uint64(1024):" in sum_source
+    assert "if s1_0 != np.uint64(0):" in sum_source  # (gamma: stride 0 along the rows, skipped at run time)
+    np.testing.assert_allclose(soft(x), softmax64(x), rtol=2e-6)
+    np.testing.assert_allclose(total(x, gamma), (x.astype(np.float64) * gamma).sum(-1), rtol=1e-5, atol=1e-5)
+
+
 def test_gelu_and_swiglu_fast_match_float64():
     rng = np.random.default_rng(5)
     x = rng.standard_normal((64, 256)).astype(np.float32) * 3
