@@ -55,3 +55,22 @@ def table(rows: list[tuple], headers: tuple) -> str:
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
     return "\n".join([line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|",
                       *map(line, rows)])
+
+
+PEERS = ("numpy", "onnxruntime", "jax.jit")
+PEER_HEADERS = ("dsl ms", "numpy ms", "onnxruntime ms", "jax.jit ms", "dsl vs numpy", "dsl vs onnxruntime",
+                "dsl vs jax.jit")
+
+
+def peer_cells(t: dict, ours: str, digits: int = 2) -> list[str]:
+    """A table row's timing cells (PEER_HEADERS): ``ours``'s and each peer's median in ms, then
+    each peer's time over ours ('-' for a peer not run)."""
+    ms = lambda k: f"{t[k] * 1e3:.{digits}f}" if k in t else "-"  # noqa: E731
+    ratio = lambda k: f"{t[k] / t[ours]:.2f}x" if k in t else "-"  # noqa: E731
+    return [ms(ours), *map(ms, PEERS), *map(ratio, PEERS)]
+
+
+def peer_footer(repeat: int, extra: str = "") -> str:
+    """The line under a peer table: the machine and how the medians were taken."""
+    return (f"\n{CORES} cores; onnxruntime intra-op threads = {CORES}, spin-wait off; interleaved, order rotated, "
+            f"median of {repeat}; 'dsl vs X' = X's time / dsl's; load average {os.getloadavg()[0]:.2f}{extra}")

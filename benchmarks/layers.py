@@ -20,7 +20,7 @@ import dsl  # noqa: E402
 from dsl.ops import registry  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import CORES, interleaved_medians, ort_session, table  # noqa: E402
+from _timing import PEER_HEADERS, interleaved_medians, ort_session, peer_cells, peer_footer, table  # noqa: E402
 
 ROWS, WIDTH = 4096, 4096                     # 64 MiB of float32 activations (twice the L3)
 BATCH, HEADS, SEQ, HEAD = 1, 32, 2048, 128   # RoPE on a 32 MiB query block, 2048 cached positions
@@ -165,17 +165,12 @@ def main():
         candidates["2-thread copy"] = _streaming_copy(moved // 2)  # (reads and writes moved / 2 each)
         np.testing.assert_allclose(program.run(feeds)[0], numpy_fn(*arrays), rtol=2e-4, atol=2e-4)
         t = interleaved_medians(candidates, repeat=args.repeat)
-        ms = lambda k: f"{t[k] * 1e3:.1f}" if k in t else "-"
-        ratio = lambda k: f"{t[k] / t['dsl.jit']:.2f}x" if k in t else "-"
-        rows.append((name, ms("dsl.jit"), ms("numpy"), ms("onnxruntime"), ms("jax.jit"), ratio("numpy"),
-                     ratio("onnxruntime"), ratio("jax.jit"), f"{moved / t['dsl.jit'] / 1e9:.1f}",
+        rows.append((name, *peer_cells(t, "dsl.jit", 1), f"{moved / t['dsl.jit'] / 1e9:.1f}",
                      f"{moved / t['2-thread copy'] / 1e9:.1f}"))
         print(rows[-1], flush=True)
     print()
-    print(table(rows, ("op (float32)", "dsl ms", "numpy ms", "onnxruntime ms", "jax.jit ms", "vs numpy",
-                       "vs onnxruntime", "vs jax.jit", "dsl GB/s", "copy GB/s")))
-    print(f"\n{CORES} cores; onnxruntime intra-op threads = {CORES}, spin-wait off; interleaved, median of "
-          f"{args.repeat}; 'vs X' = X's time / dsl's; load average {os.getloadavg()[0]:.2f}")
+    print(table(rows, ("op (float32)", *PEER_HEADERS, "dsl GB/s", "copy GB/s")))
+    print(peer_footer(args.repeat))
 
 
 if __name__ == "__main__":

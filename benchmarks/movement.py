@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import dsl  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import CORES, interleaved_medians, ort_session, table  # noqa: E402
+from _timing import PEER_HEADERS, interleaved_medians, ort_session, peer_cells, peer_footer, table  # noqa: E402
 
 
 COPY = dsl.jit(lambda v: v * 1.0)  # a 2-thread streaming copy of the output's bytes (the bandwidth reference)
@@ -126,18 +126,13 @@ def main():
         moved = sum(np.asarray(a).nbytes for a in inputs) + out.nbytes
         if ort_spec[0] == "gather_scale":  # (the rows read, not the table)
             moved = inputs[1].nbytes + 2 * out.nbytes
-        ms = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"
-        ratio = lambda k: f"{t[k] / t['dsl']:.2f}x" if k in t else "-"
-        rows.append((name, ours.executable(*inputs).kernel_count, ms("dsl"), ms("numpy"), ms("onnxruntime"),
-                     ms("jax.jit"), ratio("numpy"), ratio("onnxruntime"), ratio("jax.jit"),
+        rows.append((name, ours.executable(*inputs).kernel_count, *peer_cells(t, "dsl"),
                      f"{moved / t['dsl'] / 1e9:.1f}", f"{2 * out.nbytes / t['2-thread copy'] / 1e9:.1f}"))
         print(rows[-1], flush=True)
     print()
-    print(table(rows, ("program (float32)", "dsl kernels", "dsl ms", "numpy ms", "onnxruntime ms", "jax.jit ms",
-                       "dsl vs numpy", "dsl vs onnxruntime", "dsl vs jax.jit", "dsl GB/s", "copy GB/s")))
-    print(f"\n{CORES} cores; onnxruntime intra-op threads = {CORES}, spin-wait off; interleaved, order rotated, "
-          f"median of {args.repeat}; load average {os.getloadavg()[0]:.2f}; copy GB/s: y = x * 1 over the "
-          "output (dsl's 2-thread streaming kernel), its bytes read and written")
+    print(table(rows, ("program (float32)", "dsl kernels", *PEER_HEADERS, "dsl GB/s", "copy GB/s")))
+    print(peer_footer(args.repeat, "; copy GB/s: y = x * 1 over the output (dsl's 2-thread streaming kernel), "
+                                   "its bytes read and written"))
 
 
 if __name__ == "__main__":

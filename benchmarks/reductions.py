@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import dsl  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import interleaved_medians, ort_session, table  # noqa: E402
+from _timing import PEER_HEADERS, interleaved_medians, ort_session, peer_cells, peer_footer, table  # noqa: E402
 
 CORES = os.cpu_count() or 1
 EPS = 1e-5
@@ -159,17 +159,12 @@ def main():
         np.testing.assert_allclose(ours(x), numpy_fn(x), rtol=2e-4, atol=2e-4)
         kernels = ours.executable(x).kernel_count
         t = interleaved_medians(candidates, repeat=args.repeat)
-        ms = lambda k: f"{t[k] * 1e3:.2f}" if k in t else "-"
-        ratio = lambda k: f"{t[k] / t['dsl']:.2f}x" if k in t else "-"
         moved = x.nbytes * (1 + full)
-        rows.append((name, kernels, ms("dsl"), ms("numpy"), ms("onnxruntime"), ms("jax.jit"), ratio("numpy"),
-                     ratio("onnxruntime"), ratio("jax.jit"), f"{moved / t['dsl'] / 1e9:.1f}"))
+        rows.append((name, kernels, *peer_cells(t, "dsl"), f"{moved / t['dsl'] / 1e9:.1f}"))
         print(rows[-1], flush=True)
     print()
-    print(table(rows, ("program (float32)", "dsl kernels", "dsl ms", "numpy ms", "onnxruntime ms", "jax.jit ms",
-                       "dsl vs numpy", "dsl vs onnxruntime", "dsl vs jax.jit", "dsl GB/s")))
-    print(f"\n{CORES} cores; onnxruntime intra-op threads = {CORES}, spin-wait off; interleaved, order rotated, "
-          f"median of {args.repeat}; load average {os.getloadavg()[0]:.2f}")
+    print(table(rows, ("program (float32)", "dsl kernels", *PEER_HEADERS, "dsl GB/s")))
+    print(peer_footer(args.repeat))
 
 
 if __name__ == "__main__":

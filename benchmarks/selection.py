@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import dsl  # noqa: E402
 
 sys.path.insert(0, _HERE)
-from _timing import CORES, interleaved_medians, ort_session, table  # noqa: E402
+from _timing import PEER_HEADERS, interleaved_medians, ort_session, peer_cells, peer_footer, table  # noqa: E402
 
 COPY = dsl.jit(lambda v: v * 1.0)
 K = 50
@@ -108,18 +108,13 @@ def main():
             candidates["jax.jit"] = lambda: compiled(*device).block_until_ready()
         t = interleaved_medians(candidates, repeat=args.repeat)
         read = inputs[0].nbytes
-        ms = lambda k: f"{t[k] * 1e3:.3f}" if k in t else "-"
-        ratio = lambda k: f"{t[k] / t['dsl']:.2f}x" if k in t else "-"
-        rows.append((name, ours.executable(*inputs).kernel_count, ms("dsl"), ms("numpy"), ms("onnxruntime"),
-                     ms("jax.jit"), ratio("numpy"), ratio("onnxruntime"), ratio("jax.jit"),
+        rows.append((name, ours.executable(*inputs).kernel_count, *peer_cells(t, "dsl", 3),
                      f"{read / t['dsl'] / 1e9:.1f}", f"{2 * read / t['2-thread copy'] / 1e9:.1f}"))
         print(rows[-1], flush=True)
     print()
-    print(table(rows, ("program (float32)", "dsl kernels", "dsl ms", "numpy ms", "onnxruntime ms", "jax.jit ms",
-                       "dsl vs numpy", "dsl vs onnxruntime", "dsl vs jax.jit", "dsl GB/s read", "copy GB/s")))
-    print(f"\n{CORES} cores; onnxruntime intra-op threads = {CORES}, spin-wait off; interleaved, order rotated, "
-          f"median of {args.repeat}; load average {os.getloadavg()[0]:.2f}; copy GB/s: y = x * 1 over the "
-          "input (dsl's 2-thread streaming kernel), its bytes read and written")
+    print(table(rows, ("program (float32)", "dsl kernels", *PEER_HEADERS, "dsl GB/s read", "copy GB/s")))
+    print(peer_footer(args.repeat, "; copy GB/s: y = x * 1 over the input (dsl's 2-thread streaming kernel), "
+                                   "its bytes read and written"))
 
 
 if __name__ == "__main__":
