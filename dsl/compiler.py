@@ -14,6 +14,7 @@ from .passes.expand import expand
 from .passes.fuse import KernelStep, NodeStep, ReduceStep, StagedStep, partition
 from .runtime import KernelRunner, run_node
 from .kir.scan_schedule import KINDS as SCAN_KINDS
+from .ops.control_flow import Body
 from .runtime_reduce import ReduceRunner, StagedRunner
 from .runtime_scan import ScanRunner
 from .runtime_topk import TopKRunner
@@ -64,8 +65,9 @@ class Executable:
         numba source (as compiled for C-contiguous inputs)."""
         lines = []
         for index, step in enumerate(self.steps):
-            if isinstance(step, NodeStep):
-                kind = "view" if step.opdef.view is not None else "numpy"
+            if isinstance(step, NodeStep):  # (body: If / Loop / Scan, its bodies programs of their own)
+                kind = "view" if step.opdef.view is not None else \
+                    "body" if any(isinstance(v, Body) for v in step.node.attrs.values()) else "numpy"
                 lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
                 continue

@@ -13,6 +13,7 @@ from .errors import DslError, DTypeError, InputError, ShapeError, UnsupportedErr
 from .external_data import external_bytes
 from .ir import MAX_RANK, Graph, Node, OptionalType, SequenceType, TensorType, Value
 from .ops import registry
+from .ops.control_flow import Body, free_names
 from .tensor import Tensor
 
 
@@ -229,7 +230,7 @@ def type_to_proto(value_type):
 
 
 # ---- attributes ---------------------------------------------------------------------------
-def _attr_from_proto(attr, op_label: str, base_dir: str | None):
+def _attr_from_proto(attr, op_label: str, base_dir: str | None, opset: int = registry.LATEST_OPSET):
     kind = attr.type
     kinds = _onnx().AttributeProto
     what = f"{op_label}: attribute {attr.name!r}"
@@ -249,6 +250,10 @@ def _attr_from_proto(attr, op_label: str, base_dir: str | None):
         return tensor_from_proto(attr.t, base_dir, what)
     if kind == kinds.SPARSE_TENSOR:
         return _SparseMarker()
+    if kind == kinds.GRAPH:  # a body (If, Loop, Scan): its names from enclosing scopes set by the node
+        declared = [type_from_proto(vi.type, f"{what}: body output {vi.name!r}")
+                    if vi.type.WhichOneof("value") is not None else None for vi in attr.g.output]
+        return Body(attr.g, opset, base_dir, declared)
     raise UnsupportedError(f"{what} of type {_attr_type_name(kind)} is not supported")
 
 
@@ -277,7 +282,8 @@ class _SparseMarker:
 
 # Schema attribute kind -> AttributeProto type ("dtype" is an INT holding a TensorProto.DataType).
 _ATTR_TYPES = {"int": "INT", "ints": "INTS", "float": "FLOAT", "floats": "FLOATS", "string": "STRING",
-               "strings": "STRINGS", "tensor": "TENSOR", "sparse_tensor": "SPARSE_TENSOR", "dtype": "INT"}
+               "strings": "STRINGS", "tensor": "TENSOR", "sparse_tensor": "SPARSE_TENSOR", "dtype": "INT",
+               "graph": "GRAPH"}
 
 
 def _attr_to_proto(name: str, value, kind: str | None):
@@ -287,6 +293,8 @@ def _attr_to_proto(name: str, value, kind: str | None):
         value = tensor_to_proto("", value)
     if isinstance(value, dtypes.DType):
         value = value.onnx_code
+    if isinstance(value, Body):
+        value = value.graph
     try:
         type_name = _ATTR_TYPES.get(kind)
         attr_type = onnx.AttributeProto.AttributeType.Value(type_name) if type_name else None
@@ -428,7 +436,7 @@ def graph_from_model(model, base_dir: str | None = None) -> Graph:
     return Graph(gp.name or "main", inputs, outputs, nodes, initializers, opset)
 
 
-def _node_attrs(np_node, schema, label: str, base_dir: str | None) -> dict:
+def _node_attrs(np_node, schema, label: str, base_dir: str | None, opset: int = registry.LATEST_OPSET) -> dict:
     attrs = {}
     for a in np_node.attribute:
         if a.ref_attr_name:
@@ -439,7 +447,7 @@ def _node_attrs(np_node, schema, label: str, base_dir: str | None) -> dict:
         spec = schema.attr(a.name)  # unknown names are refused by the schema check, naming them
         if spec is not None:
             _check_attr_type(a, spec, label)
-        value = _attr_from_proto(a, label, base_dir)
+        value = _attr_from_proto(a, label, base_dir, opset)
         attrs[a.name] = _read_only(value) if isinstance(value, np.ndarray) else value
     return attrs
 
@@ -456,7 +464,18 @@ def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir:
     name = np_node.name or f"{np_node.op_type}_{index}"
     label = f"{np_node.op_type} (node {name!r})"
     schema = _check_op(np_node, name, label, opset)
-    attrs = _node_attrs(np_node, schema, label, base_dir)
+    attrs = _node_attrs(np_node, schema, label, base_dir, opset)
+    in_names = list(np_node.input)
+    bodies = [v for v in attrs.values() if isinstance(v, Body)]
+    if bodies:  # the names its bodies read from enclosing scopes: inputs of the node, after its own
+        captured = []
+        for body in bodies:
+            for outer in free_names(body.graph):
+                if outer not in captured:
+                    captured.append(outer)
+        for body in bodies:
+            body.captured = tuple(captured)
+        in_names += captured
     out_names = list(np_node.output)
     while out_names and not out_names[-1]:  # trailing omitted optional outputs
         out_names.pop()
@@ -467,7 +486,7 @@ def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir:
     if len(out_names) < need:
         raise InputError(f"{label}: lists {len(out_names)} outputs {list(np_node.output)} (omitted "
                          f"ones dropped); the op produces at least {need} at opset {opset}")
-    return Node(np_node.op_type, [values[n] if n else None for n in np_node.input],
+    return Node(np_node.op_type, [values[n] if n else None for n in in_names],
                 [values[n] for n in out_names], attrs, name, np_node.domain)
 
 
@@ -478,7 +497,9 @@ def load_graph(source, base_dir=None) -> Graph:
 
 def _node_to_proto(node: Node, opset: int):
     helper = _onnx().helper
-    proto = helper.make_node(node.op_type, [v.name if v is not None else "" for v in node.inputs],
+    captured = next((len(v.captured) for v in node.attrs.values() if isinstance(v, Body)), 0)
+    own = node.inputs[:len(node.inputs) - captured]  # (a body's outer names: not inputs in ONNX)
+    proto = helper.make_node(node.op_type, [v.name if v is not None else "" for v in own],
                              [v.name for v in node.outputs], name=node.name or None,
                              domain=node.domain or None)
     schema = registry.get(node.op_type, node.name, node.domain).schema(opset, node.name)

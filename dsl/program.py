@@ -10,6 +10,7 @@ from .compiler import Executable, check_math
 from .errors import DTypeError, InputError, ShapeError, UnsupportedError
 from .ir import Graph, OptionalType, SequenceType, TensorType, format_graph
 from .lru import LRU
+from .ops import control_flow
 from .passes import infer_shapes
 from .tensor import Tensor
 from .values import as_array, plain_array
@@ -89,10 +90,14 @@ class Program:
                                    f"{list(ENGINES)}")
         check_math(math, "Program.run")
         checked = self._check_feeds(feeds)
-        if engine == "jit" and all(isinstance(v.type, TensorType) for v in self.graph.inputs):
-            return self._executable(checked, math).run(checked)
-        numpy_feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in checked.items()}
-        return engine_module.run_graph(self.graph, numpy_feeds)
+        token = control_flow.RUNNING.set((engine, math))  # (If / Loop / Scan bodies run as this does)
+        try:
+            if engine == "jit" and all(isinstance(v.type, TensorType) for v in self.graph.inputs):
+                return self._executable(checked, math).run(checked)
+            numpy_feeds = {k: v.numpy() if isinstance(v, Tensor) else v for k, v in checked.items()}
+            return engine_module.run_graph(self.graph, numpy_feeds)
+        finally:
+            control_flow.RUNNING.reset(token)
 
     def _executable(self, feeds: dict, math: str = "fast"):
         """The planned kernels for these feeds' concrete types (cached per signature; inputs
@@ -224,6 +229,14 @@ def _check_dims(name: str, declared: TensorType, shape: tuple, symbols: dict) ->
             if symbols.setdefault(dim, size) != size:
                 raise ShapeError(f"Program.run: input {name!r} binds {dim}={size} but an earlier input "
                                  f"bound {dim}={symbols[dim]}")
+
+
+def _body_program(model, base_dir) -> Program:
+    """An If / Loop / Scan body as a Program (dsl/ops/control_flow.py Body.BUILD)."""
+    return Program(onnx_io.graph_from_model(model, base_dir))
+
+
+control_flow.Body.BUILD = _body_program
 
 
 def from_onnx(source, *, base_dir=None):

@@ -5,6 +5,7 @@ from . import losses, dropout  # noqa: F401
 from . import attention  # noqa: F401
 from . import normalization, rotary  # noqa: F401
 from . import linear_attention, causal_conv  # noqa: F401
+from . import control_flow  # noqa: F401
 from .registry import LATEST_OPSET, MIN_OPSET, OpDef, all_ops, get
 
 __all__ = ["LATEST_OPSET", "MIN_OPSET", "OpDef", "all_ops", "get"]

@@ -91,12 +91,27 @@ SIXTEEN_BIT_ROUNDED = {f"test_attention_{name}{form}": rtol for name, rtol in {
     for form in ("", "_expanded")}  # (the Attention node itself and its function body)
 
 
+# Cases whose models break a clause of an op's spec that dsl keeps (the spec wins over onnx's
+# reference): the error dsl raises, naming the op, is asserted instead of the values.
+# - AffineGrid's function body (opset 20) feeds Range the sizes Split gives, 1-D tensors of
+#   shape [1]; Range (opset 11) takes "limit: Scalar. Tensor(scalar)" (onnx's reference runs
+#   np.arange on them).
+SPEC_VIOLATIONS = {f"test_affine_grid_{dims}{corners}_expanded": "Range .*limit must be a scalar, got shape \\[1\\]"
+                   for dims in ("2d", "3d") for corners in ("", "_align_corners")}
+
+
 @pytest.mark.parametrize("engine", ["jit", "numpy"])
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_node(case, engine):
     """Each case on the fused JIT (the default engine) and on the eager numpy reference."""
-    prog = dsl.from_onnx(case.model)
     assert case.data_sets, f"{case.name}: no data sets"
+    if case.name in SPEC_VIOLATIONS:
+        with pytest.raises(dsl.DslError, match=SPEC_VIOLATIONS[case.name]):
+            prog = dsl.from_onnx(case.model)
+            for inputs, _ in case.data_sets:
+                prog.run(dict(zip(prog.input_names, [_as_value(x) for x in inputs])), engine=engine)
+        return
+    prog = dsl.from_onnx(case.model)
     rtol = SIXTEEN_BIT_ROUNDED.get(case.name, case.rtol)
     for inputs, outputs in case.data_sets:
         got = prog.run(dict(zip(prog.input_names, [_as_value(x) for x in inputs])), engine=engine)
@@ -108,3 +123,8 @@ def test_node(case, engine):
 def test_sixteen_bit_rounded_cases_are_collected():
     """The looser tolerance above names only cases that exist and run here."""
     assert set(SIXTEEN_BIT_ROUNDED) <= {case.name for case in CASES}
+
+
+def test_spec_violations_are_collected():
+    """The cases excused above exist and run here."""
+    assert set(SPEC_VIOLATIONS) <= {case.name for case in CASES}
