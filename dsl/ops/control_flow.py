@@ -106,10 +106,11 @@ class Body:
             raise InputError(f"{label}: the body takes {self.input_count} inputs "
                              f"{[vi.name for vi in self.graph.input]}; the node feeds it {len(formal)}")
         arrays = [np.asarray(a) for a in (*formal, *captured)]
-        key = tuple(TensorType(dtypes.of_array(array, label), array.shape) for array in arrays)
+        key = tuple((array.dtype, array.shape) for array in arrays)  # (cheap: once per iteration)
         program = self._programs.get(key)
         if program is None:
-            program = self._programs[key] = self._program(list(key))
+            types = [TensorType(dtypes.of_array(array, label), array.shape) for array in arrays]
+            program = self._programs[key] = self._program(types)
         names = [vi.name for vi in self.graph.input] + list(self.captured)
         engine, math = RUNNING.get()
         return program.run(dict(zip(names, arrays)), engine=engine, math=math)
