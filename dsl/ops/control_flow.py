@@ -78,6 +78,13 @@ class Body:
     def __repr__(self) -> str:
         return f"<body {self.graph.name or '?'}: {len(self.graph.node)} nodes>"
 
+    def __getstate__(self) -> dict:
+        """Pickles without its programs (dsl.dask ships Programs; compiled state is per process)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_programs"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _programs=LRU("signatures"))
+
     @property
     def input_count(self) -> int:
         return len(self.graph.input)

@@ -267,6 +267,18 @@ def test_bodies_round_trip_through_to_onnx_without_their_outer_names_as_inputs()
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_program_with_bodies_pickles_and_runs_after(engine):
+    import pickle
+    prog = dsl.from_onnx(loop_model(True, True))
+    feeds = {"x": np.ones(3, np.float32), "s0": np.zeros(3, np.float32), "limit": np.array(4.0, np.float32),
+             "M": np.array(6, np.int64), "c": np.array(True)}
+    want = prog.run(feeds, engine=engine)  # (its bodies hold compiled programs by now)
+    again = pickle.loads(pickle.dumps(prog))
+    for got, expected in zip(again.run(feeds, engine=engine), want):
+        np.testing.assert_array_equal(got, expected)
+
+
 def test_free_names_include_nested_bodies():
     inner = helper.make_graph([helper.make_node("Add", ["a", "outer"], ["r"])], "inner", [], [info("r", F, None)])
     graph = helper.make_graph([helper.make_node("Neg", ["x"], ["a"]),
