@@ -334,8 +334,8 @@ def _prefetch_next_row(group: Rendered, rank: int, leaf_kinds, ind: str, whole: 
     leaf read along the row with unit stride (plain, unblocked elements), one per cache line,
     when that row is in this loop's range; with ``whole`` only for rows of at most
     PREFETCH_BYTES. The row's passes then compute while memory brings the next row in.
-    Interleaved medians over 32 MiB of float32 (tmp/rows2-style sweep): softmax rows of 64 to
-    4096 3.5-3.7 -> 2.8-3.3 ms ([32, 512, 512] against onnxruntime, results evicted between
+    Interleaved medians over 32 MiB of float32 (rows of 64 to 32768, with and without): softmax
+    rows of 64 to 4096 3.5-3.7 -> 2.8-3.3 ms ([32, 512, 512] against onnxruntime, results evicted between
     runs: 2.6-2.7 -> 2.1-2.2); a sum of squares 2.0 -> 1.3 ms on rows of 64-128 and 1.6 -> 1.4
     at 1024, but 10-20% slower from rows of 4096 (long streams the hardware prefetches
     itself): reductions prefetch whole short rows only."""

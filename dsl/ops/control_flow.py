@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import dtypes
 from ..errors import DslError, DTypeError, InputError, ShapeError, UnsupportedError, where
-from ..ir import TensorType
+from ..ir import TensorType, type_of_array
 from ..lru import LRU
 from . import chunks
 from .registry import Attr, Call, Input, OpDef, Schema, register
@@ -116,7 +116,7 @@ class Body:
         key = tuple((array.dtype, array.shape) for array in arrays)  # (cheap: once per iteration)
         program = self._programs.get(key)
         if program is None:
-            types = [TensorType(dtypes.of_array(array, label), array.shape) for array in arrays]
+            types = [type_of_array(array) for array in arrays]
             program = self._programs[key] = self._program(types)
         names = [vi.name for vi in self.graph.input] + list(self.captured)
         engine, math = RUNNING.get()
@@ -233,8 +233,7 @@ def _branch_types(body: Body, label: str, captured: list) -> list:
 
 def _if_reference(call: Call, xs: list) -> list:
     body = _body(call, "then_branch" if _scalar_flag(call, xs[0], "cond") else "else_branch")
-    own, captured = _captured(call, body, xs)
-    return body.run([], captured, where(call.op, call.node))
+    return body.run([], _captured(call, body, xs)[1], where(call.op, call.node))
 
 
 # ---- Loop ---------------------------------------------------------------------------------------
@@ -295,8 +294,7 @@ def _loop_reference(call: Call, xs: list) -> list:
 
 
 def _array_type(value) -> TensorType:
-    array = np.asarray(value)
-    return TensorType(dtypes.of_array(array), array.shape)
+    return type_of_array(np.asarray(value))
 
 
 def _stack(items: list, axis: int, declared) -> np.ndarray:
@@ -419,7 +417,7 @@ def _scan_reference(call: Call, xs: list) -> list:
     if call.version < 9:
         return _scan8_reference(call, body, own, captured)
     arrays = [np.asarray(x) for x in own]
-    plan = _scan_plan(call, body, [TensorType(dtypes.of_array(a), a.shape) for a in arrays])
+    plan = _scan_plan(call, body, [type_of_array(a) for a in arrays])
     states, outs = _scan_steps(call, body, arrays[:plan[0]], arrays[plan[0]:], plan, captured)
     return [*states, *outs]
 
