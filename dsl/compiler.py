@@ -12,9 +12,12 @@ from .errors import InputError, out_of_memory, where
 from .ir import Graph, TensorType
 from .passes.expand import expand
 from .passes.fuse import KernelStep, NodeStep, ReduceStep, StagedStep, partition
+from .passes.replace import replace
 from .runtime import KernelRunner, run_node
 from .kir.scan_schedule import KINDS as SCAN_KINDS
 from .ops.control_flow import Body
+from .ops.lowering import QuantizedMatMul
+from .runtime_qmatmul import QuantMatMulRunner
 from .runtime_reduce import ReduceRunner, StagedRunner
 from .runtime_scan import ScanRunner
 from .runtime_topk import TopKRunner
@@ -39,11 +42,12 @@ class Executable:
 
     def __init__(self, graph: Graph, calls: dict, constants: dict, math: str = "fast"):
         graph, calls, constants = expand(graph, calls, constants)  # composites -> their primitive ops
+        graph, calls = replace(graph, calls, constants)  # OpDef rewrites: matmuls of quantized weights
         self.graph = graph
         self.math = math
         self.constants = {k: _read_only(v) for k, v in constants.items()}
         self.steps = partition(graph, calls, constants)
-        self.runners = [_runner(s, math) for s in self.steps]
+        self.runners = [_runner(s, math, self.constants) for s in self.steps]
         self.input_names = [v.name for v in graph.inputs]
         self.output_names = [v.name for v in graph.outputs]
         self._calls = [partial(run_node, runner) if isinstance(runner, NodeStep) else runner.run
@@ -67,7 +71,8 @@ class Executable:
         for index, step in enumerate(self.steps):
             if isinstance(step, NodeStep):  # (body: If / Loop / Scan, its bodies programs of their own)
                 kind = "view" if step.opdef.view is not None else \
-                    "body" if any(isinstance(v, Body) for v in step.node.attrs.values()) else "numpy"
+                    "body" if any(isinstance(v, Body) for v in step.node.attrs.values()) else \
+                    self.runners[index].kind if isinstance(self.runners[index], QuantMatMulRunner) else "numpy"
                 lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
                 continue
@@ -103,8 +108,9 @@ class Executable:
         return sum(isinstance(s, KernelStep) for s in self.steps)
 
 
-def _runner(step, math: str):
-    """The runtime object of a planned step (a NodeStep runs as it is)."""
+def _runner(step, math: str, constants: dict):
+    """The runtime object of a planned step (a NodeStep runs as it is, unless its op reads
+    quantized weights: QuantizedMatMul)."""
     if isinstance(step, ReduceStep):
         kind = step.row[0][2]
         return (ScanRunner if kind in SCAN_KINDS else TopKRunner if kind == "topk" else ReduceRunner)(step, math)
@@ -112,6 +118,8 @@ def _runner(step, math: str):
         return StagedRunner(step, math)
     if isinstance(step, KernelStep):
         return KernelRunner(step, math)
+    if isinstance(step.opdef.kernel, QuantizedMatMul):
+        return QuantMatMulRunner(step, constants)
     return step
 
 

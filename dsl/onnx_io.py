@@ -359,11 +359,14 @@ def _default_opset(model) -> int:
 def _check_op(np_node, name: str, label: str, opset: int):
     """The schema in force; UnsupportedError naming the op and the opset unless dsl defines it."""
     domain = np_node.domain if np_node.domain not in ("", "ai.onnx") else ""
-    opdef = registry.all_ops().get(np_node.op_type) if not domain else None
+    table = registry.domain_ops(domain) if domain and domain != registry.INTERNAL else \
+        {} if domain else registry.all_ops()
+    opdef = table.get(np_node.op_type)
     if opdef is None:
         qualified = f"{domain}::{np_node.op_type}" if domain else np_node.op_type
+        supported = sorted(table) if not domain else f"{sorted(table)} in domain {domain!r}"
         raise UnsupportedError(f"{label}: operator {qualified} (opset {opset}) is not supported by dsl; "
-                               f"supported: {sorted(registry.all_ops())}")
+                               f"supported: {supported}")
     return opdef.schema(opset, name)
 
 
@@ -482,7 +485,7 @@ def _node_from_proto(np_node, index: int, opset: int, values: _Values, base_dir:
     for position, out_name in enumerate(out_names):  # an omitted output before a present one:
         if not out_name:                                # computed, under a name nothing else uses
             out_names[position] = _unused_name(values, f"{name}/omitted_output_{position}")
-    need = _min_outputs(np_node.op_type, opset)
+    need = _min_outputs(np_node.op_type, opset) if np_node.domain in ("", "ai.onnx") else 1
     if len(out_names) < need:
         raise InputError(f"{label}: lists {len(out_names)} outputs {list(np_node.output)} (omitted "
                          f"ones dropped); the op produces at least {need} at opset {opset}")
@@ -517,7 +520,9 @@ def to_model(graph: Graph):
     def info(v: Value):
         return helper.make_value_info(v.name, type_to_proto(v.type))
 
-    opset = [helper.make_opsetid("", graph.opset)]
+    opset = [helper.make_opsetid("", graph.opset)] + \
+        [helper.make_opsetid(d, registry.get(op, "", d).schemas[-1].version)
+         for d, op in sorted({n.domain: n.op_type for n in graph.nodes if n.domain not in ("", "ai.onnx")}.items())]
     model_graph = helper.make_graph([_node_to_proto(n, graph.opset) for n in graph.nodes], graph.name,
                                     [info(v) for v in graph.inputs], [info(v) for v in graph.outputs],
                                     [tensor_to_proto(k, a) for k, a in graph.initializers.items()])

@@ -99,6 +99,12 @@ class Program:
         finally:
             control_flow.RUNNING.reset(token)
 
+    def explain(self, feeds, math: str = "fast", source: bool = False) -> str:
+        """The JIT's plan for these feeds' types: fused kernels, views, quantized matmuls
+        (qgemv) and numpy fallbacks, one step a line (``source``: each kernel's numba code)."""
+        check_math(math, "Program.explain")
+        return self._executable(self._check_feeds(feeds), math).explain(source=source)
+
     def _executable(self, feeds: dict, math: str = "fast"):
         """The planned kernels for these feeds' concrete types (cached per signature; inputs
         that are axes or shapes specialize by value)."""

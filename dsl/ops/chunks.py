@@ -276,6 +276,18 @@ def _batch_only(dims, node, call, opdef) -> None:
         _tie(dims, node, [(data, axis), (out, axis)], whole=axis != 0)
 
 
+def _rows_of_first(dims, node, call, opdef) -> None:
+    """Input 0's leading dims map to the output's (MatMulNBits' rows of A); its last dim, the
+    output's last and every other input are read whole."""
+    data, out = node.inputs[0], node.outputs[0]
+    rank = len(data.type.shape)
+    for axis in range(rank):
+        _tie(dims, node, [(data, axis), (out, axis)], whole=axis == rank - 1)
+    for value in node.inputs[1:]:
+        for axis in range(len(value.type.shape) if value is not None else 0):
+            dims.mark_whole(value, axis, node)
+
+
 def _reverse_sequence(dims, node, call, opdef) -> None:
     """The batch axis maps data, sequence_lens and the output; the time axis is read whole."""
     (data, lens), out = node.inputs, node.outputs[0]
@@ -412,6 +424,7 @@ CENTER_CROP_PAD = ChunkRule("center_crop_pad", _static(_same_rank(
     lambda call, node, axis: node.inputs[0].type.shape[axis] != node.outputs[0].type.shape[axis])),
     shape_input=1, local_attrs=_all_axes)
 BATCH_ONLY = ChunkRule("batch_only", _static(_batch_only))
+ROWS_OF_FIRST = ChunkRule("rows_of_first", _static(_rows_of_first))
 REVERSE_SEQUENCE = ChunkRule("reverse_sequence", _static(_reverse_sequence))
 GATHER_ELEMENTS = ChunkRule("gather_elements", _static(_gather_elements))
 SCATTER_ELEMENTS = ChunkRule("scatter_elements", _static(_scatter_elements))

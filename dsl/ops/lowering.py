@@ -90,3 +90,22 @@ class Gathering:
     check: Callable
     fusable: Callable = lambda call: True
     bounds: Callable | None = None
+
+
+@dataclass(frozen=True)
+class QuantizedMatMul:
+    """An op computing ``A @ dequantize(W)^T (+ bias)`` from W's codes, never writing the
+    dequantized W out in full (dsl/runtime_qmatmul.py runs it with kernels/qmatmul.py).
+
+    Attributes:
+        weight: (call, args, constant) -> the kernels' view of W (kernels.qmatmul.Weight), or
+            None: run the reference. ``args`` are the node's run-time inputs (packed ones as
+            dsl.Tensors); ``constant`` says W is the same every run (it may then be repacked
+            once into the kernels' lanes layout).
+        activation: (call, args) -> A as a float32 array [..., K].
+        bias: (call, args) -> a float32 [N] added to every row, or None.
+    """
+
+    weight: Callable
+    activation: Callable
+    bias: Callable = lambda call, args: None

@@ -9,6 +9,7 @@ from .. import dtypes
 from ..ir import TensorType
 from . import chunks
 from .math import BF16, F, domain_array, finish
+from .quant_matmul import matmul_of_dequantized
 from .registry import Call, Input, OpDef, Schema, register
 from .shape import broadcast_dims
 
@@ -74,5 +75,5 @@ register(OpDef(
     "MatMul",
     tuple(Schema(v, (Input("A"), Input("B")), (), dtypes.types(*names))
           for v, names in ((1, F), (9, F + _INTS), (13, F + _INTS + BF16))),
-    _matmul_rule, reference=_matmul_reference, chunk=chunks.MATMUL,
+    _matmul_rule, reference=_matmul_reference, chunk=chunks.MATMUL, replace=matmul_of_dequantized,
     doc="Matrix product like numpy.matmul (1-D operands promoted, batch dims broadcast)."))

@@ -231,7 +231,7 @@ def _dequantize_schemas() -> tuple[Schema, ...]:
 
 register(OpDef(
     "DequantizeLinear", _dequantize_schemas(), _dequantize_rule, reference=_dequantize,
-    kernel=_DEQUANTIZE_KERNEL, chunk=chunks.QUANTIZE,
+    kernel=_DEQUANTIZE_KERNEL, chunk=chunks.QUANTIZE, fold=False,
     doc="y = (x - zero_point) * scale, per tensor, per axis or per block."))
 
 

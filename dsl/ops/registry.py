@@ -129,9 +129,22 @@ class OpDef:
     # a composite op's function body: expand(call, builder, inputs) -> outputs, in primitive ops
     # (dsl/ops/expansion.py); the JIT builds them into the graph, where they fuse
     expand: Callable | None = None
+    # "" for the default (ai.onnx) domain; an op of another domain (com.microsoft) is looked up
+    # by (domain, name) and has one schema line of its own versions
+    domain: str = ""
+    # whether a node whose inputs are all constants is computed ahead of the run (trace / load
+    # time); DequantizeLinear is not, as onnxruntime does not fold it: its result is the weight
+    # at 4-8x the bytes, and a MatMul reading the codes (dsl/passes/quant_matmul.py) needs the node
+    fold: bool = True
+    # a rewrite the JIT applies before fusion (dsl/passes/replace.py): (node, calls, constants,
+    # opset) -> a dsl.ops.quant_matmul.Replacement or None (MatMul of a dequantized weight)
+    replace: Callable | None = None
 
     def schema(self, opset: int, node: str = "") -> Schema:
-        """The schema in force at a default-domain opset."""
+        """The schema in force at a default-domain opset (an op of another domain: its newest
+        schema, since a graph records the default domain's opset only)."""
+        if self.domain:
+            return self.schemas[-1]
         if not isinstance(opset, (int, np.integer)) or isinstance(opset, bool) \
                 or not MIN_OPSET <= opset <= LATEST_OPSET:
             raise UnsupportedError(f"{where(self.name, node)}: opset {opset!r} is not supported; "
@@ -281,17 +294,20 @@ def resolve_attrs(op: str, node: str, schema: Schema, attrs: dict) -> dict:
     return resolved
 
 
-_REGISTRY: dict[str, OpDef] = {}
+_REGISTRY: dict[str, OpDef] = {}           # the default domain's ops
+_DOMAINS: dict[str, dict[str, OpDef]] = {}  # other domains: {domain: {name: OpDef}}
+INTERNAL = "dsl.internal"  # the domain of ops only the compiler's passes make (never imported)
 
 
 def register(opdef: OpDef) -> OpDef:
-    """Add an op; each name is registered exactly once."""
-    assert opdef.name not in _REGISTRY, opdef.name
+    """Add an op; each (domain, name) is registered exactly once."""
+    table = _DOMAINS.setdefault(opdef.domain, {}) if opdef.domain else _REGISTRY
+    assert opdef.name not in table, opdef.name
     assert list(opdef.schemas) == sorted(opdef.schemas, key=lambda s: s.version)
     if opdef.chunk is None:
         opdef.chunk = chunks.ELEMENTWISE if isinstance(opdef.kernel, Elementwise) else \
             chunks.ROW if isinstance(opdef.kernel, Row) else chunks.VIEW if opdef.view is not None else None
-    _REGISTRY[opdef.name] = opdef
+    table[opdef.name] = opdef
     return opdef
 
 
@@ -318,14 +334,25 @@ def bind(node, opset: int, types: list, values: list, attrs: dict | None = None,
 
 
 def get(op_type: str, node: str = "", domain: str = "") -> OpDef:
-    """The registered op, or UnsupportedError naming it."""
-    if domain not in ("", "ai.onnx") or op_type not in _REGISTRY:
-        label = f"{domain}::{op_type}" if domain not in ("", "ai.onnx") else op_type
-        raise UnsupportedError(f"{where(label, node)}: operator not supported by dsl; supported: "
-                               f"{sorted(_REGISTRY)}")
-    return _REGISTRY[op_type]
+    """The registered op of ``domain`` ("" or "ai.onnx": the default one), or UnsupportedError
+    naming it and what that domain supports."""
+    if domain in ("", "ai.onnx", None):
+        table, label = _REGISTRY, op_type
+    else:
+        table, label = _DOMAINS.get(domain, {}), f"{domain}::{op_type}"
+    if op_type not in table:
+        known = sorted(table) if table is _REGISTRY else \
+            f"{sorted(table)} in domain {domain!r} (other domains: {sorted(d for d in _DOMAINS if d != INTERNAL)})"
+        raise UnsupportedError(f"{where(label, node)}: operator not supported by dsl; supported: {known}")
+    return table[op_type]
 
 
 def all_ops() -> dict[str, OpDef]:
+    """The default (ai.onnx) domain's ops."""
     return dict(_REGISTRY)
+
+
+def domain_ops(domain: str) -> dict[str, OpDef]:
+    """The ops of another domain ("com.microsoft")."""
+    return dict(_DOMAINS.get(domain, {}))
 

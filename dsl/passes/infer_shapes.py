@@ -58,7 +58,7 @@ def fold(opdef, call, inputs: list, values: list, consts: dict, outputs: list, o
     reference when every input is a known constant and its outputs (``out_types``) fit in
     FOLD_BYTES. Records them in ``consts``."""
     folded = call.folded
-    if folded is None and inputs and all(v is not None and v.name in consts for v in inputs) and \
+    if folded is None and opdef.fold and inputs and all(v is not None and v.name in consts for v in inputs) and \
             sum(t.nbytes or 0 for t in out_types if isinstance(t, TensorType)) <= FOLD_BYTES and \
             all(not isinstance(t, TensorType) or t.is_static for t in out_types):
         folded = opdef.reference(call, values)

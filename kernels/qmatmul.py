@@ -1,0 +1,372 @@
+"""Quantized matmul: ``out = x @ W^T`` for a W of packed codes, read straight from the codes:
+the dequantized weight is never written out in full.
+
+W is N rows of K codes of ``bits`` bits (2, 4 or 8), dequantized blockwise along K: row n's
+block j (``block`` codes, G = block * bits / 8 bytes) has a scale s[n, j] and a zero point
+z[n, j], and a code's weight is ``(value(code) - z) * s`` (DequantizeLinear's and MatMulNBits'
+formula). A code's value is the unsigned integer in its bits minus ``offset`` (2^(bits-1) for a
+signed type, whose codes are made unsigned by xor with ``flip``), or ``table[code]`` for float
+codes (float8, float4e2m1). So that a block's scale multiplies once per block, not per code,
+
+    out[m, n] = sum_j s[n, j] * (sum_{k in j} u_k x[m, k] - (offset + z[n, j]) * X[m, j]),
+
+with u the unsigned values and X[m, j] the sum of x over block j (computed once per call). The
+sums are float32, reassociated (vectorized), as BLAS's are; the result differs from
+``x @ dequantized(W)^T`` by float32 rounding only. Where a loop writes weights out (``decode``,
+and the GEMV of several rows, which decodes a row of W once for all rows of x) each is
+``(value - (offset + z)) * s`` (an exact difference, one rounding): DequantizeLinear's float32
+result, bit for bit.
+
+Two layouts of the codes:
+- **lanes** (``pack_lanes``, built once for a constant weight): row n's bytes are [G, nb],
+  byte (t, j) holding byte t of block j. The inner loop runs over the blocks j as the vector
+  lanes, unit-stride, each lane accumulating its own block, so no scale is spread per code.
+- **plain** ([N, row_bytes], ONNX's raw layout of an int4 [N, K] tensor and MatMulNBits' B): a
+  run-time weight is read as it is; the inner loop runs over the row's bytes and takes each
+  byte's scale by index (block bytes a power of two).
+
+A code's bits are cut out in uint8 (numba promotes integer arithmetic to int64, and LLVM then
+vectorizes in 8-lane int64 vectors; ``np.uint8`` around each step narrows them back) and its
+phase p (the p-th code of a byte) meets x split by phase, so every loop is unit-stride.
+Indices are uint64: numba checks a signed index for wraparound, which blocks vectorization.
+
+Entry points: ``gemv`` (M <= ROWS_MAX rows of x: N is split over the threads, so the packed
+bytes stream once) and ``decode`` (rows n0..n1 of W as float32, K in the kernels' order, which
+``in_kernel_order`` gives x too: the tiles a prefill matmul hands to BLAS). Callers check shapes and that the codes cover every block (kernels trust their
+inputs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numba
+import numpy as np
+
+ROWS_MAX = 16   # rows of x up to which ``gemv`` beats dequantized tiles through BLAS
+_FAST = {"reassoc", "contract"}
+_U = np.uint64
+
+
+@dataclass(frozen=True)
+class Codes:
+    """How W's codes decode: ``bits`` per code; ``signed`` integers (offset 2^(bits-1)), or
+    ``table`` (a float32 value per code) for float codes."""
+
+    bits: int
+    signed: bool = False
+    table: np.ndarray | None = None
+
+    @property
+    def flip(self) -> np.uint8:
+        top = 1 << (self.bits - 1)
+        return np.uint8(sum(top << s for s in range(0, 8, self.bits)) if self.signed and self.table is None else 0)
+
+    @property
+    def offset(self) -> np.float32:
+        return np.float32(1 << (self.bits - 1) if self.signed and self.table is None else 0)
+
+    def lut(self) -> np.ndarray:
+        return np.zeros(256, np.float32) if self.table is None else np.ascontiguousarray(self.table, np.float32)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _dots(w, x, out, r):
+    """out[m, r] = w . x[m] for every row m of x, four rows a pass (w loaded once for four)."""
+    rows = x.shape[0]
+    m = 0
+    while m + 4 <= rows:
+        x0, x1, x2, x3 = x[m], x[m + 1], x[m + 2], x[m + 3]
+        a0 = a1 = a2 = a3 = np.float32(0.0)
+        for i in range(w.size):
+            k = _U(i)
+            v = w[k]
+            a0 += v * x0[k]
+            a1 += v * x1[k]
+            a2 += v * x2[k]
+            a3 += v * x3[k]
+        out[m, r], out[m + 1, r], out[m + 2, r], out[m + 3, r] = a0, a1, a2, a3
+        m += 4
+    while m < rows:
+        xm = x[m]
+        a = np.float32(0.0)
+        for i in range(w.size):
+            a += w[_U(i)] * xm[_U(i)]
+        out[m, r] = a
+        m += 1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _lanes_dot(row, xt, acc, flip, table, bits, per, mask, use_table):
+    """acc[j] += sum_{t, p} u(row[t, j], p) * xt[p, t, j] (row: [G, nb] bytes)."""
+    for t in range(row.shape[0]):
+        codes = row[t]
+        for i in range(row.shape[1]):
+            j = _U(i)
+            c = np.uint8(codes[j] ^ flip)
+            a = acc[j]
+            for p in range(per):
+                u = np.uint8(np.uint8(c >> np.uint8(p * bits)) & np.uint8(mask))
+                a += (table[u] if use_table else np.float32(u)) * xt[p, t, j]
+            acc[j] = a
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _lanes_weights(row, scale_row, zero_row, offset, flip, table, out, bits, per, mask, use_table):
+    """out[p, t, j] = the weight of code p of byte (t, j) of ``row``."""
+    for t in range(row.shape[0]):
+        codes = row[t]
+        for i in range(row.shape[1]):
+            j = _U(i)
+            c = np.uint8(codes[j] ^ flip)
+            s = scale_row[j]
+            e = offset + zero_row[j]
+            for p in range(per):
+                u = np.uint8(np.uint8(c >> np.uint8(p * bits)) & np.uint8(mask))
+                out[p, t, j] = ((table[u] if use_table else np.float32(u)) - e) * s
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _plain_dot(row, xp, scale_row, shift, flip, table, bits, per, mask, use_table):
+    """sum_b s[b >> shift] sum_p u(row[b], p) xp[p, b]."""
+    total = np.float32(0.0)
+    if scale_row.size == 1:  # (one scale: no index per byte)
+        for i in range(row.size):
+            b = _U(i)
+            c = np.uint8(row[b] ^ flip)
+            for p in range(per):
+                u = np.uint8(np.uint8(c >> np.uint8(p * bits)) & np.uint8(mask))
+                total += (table[u] if use_table else np.float32(u)) * xp[p, b]
+        return scale_row[0] * total
+    for i in range(row.size):
+        b = _U(i)
+        c = np.uint8(row[b] ^ flip)
+        q = np.float32(0.0)
+        for p in range(per):
+            u = np.uint8(np.uint8(c >> np.uint8(p * bits)) & np.uint8(mask))
+            q += (table[u] if use_table else np.float32(u)) * xp[p, b]
+        total += scale_row[b >> _U(shift)] * q
+    return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _plain_weights(row, scale_row, zero_row, offset, shift, flip, table, out, bits, per, mask, use_table):
+    """out[p, b] = the weight of code p of byte b of ``row``."""
+    for i in range(row.size):
+        b = _U(i)
+        c = np.uint8(row[b] ^ flip)
+        j = b >> _U(shift)
+        s = scale_row[j]
+        e = offset + zero_row[j]
+        for p in range(per):
+            u = np.uint8(np.uint8(c >> np.uint8(p * bits)) & np.uint8(mask))
+            out[p, b] = ((table[u] if use_table else np.float32(u)) - e) * s
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _lanes_rows(r0, r1, args, decode, bits, per, mask, use_table):
+    """Rows r0 <= r < r1 of W in the lanes layout: with ``decode`` out[r - n0] = the row's
+    weights in the kernels' order of K, else out[:, r] = x @ row."""
+    xt, sums, codes, scale, zero, offset, flip, table, n0, out = args
+    g, nb = codes.shape[1], codes.shape[2]
+    rows = xt.shape[0]
+    acc = np.empty(nb, np.float32)
+    weights = np.empty((per, g, nb), np.float32)
+    for r in range(r0, r1):
+        if decode:
+            _lanes_weights(codes[r], scale[r], zero[r], offset, flip, table, out[r - n0].reshape((per, g, nb)),
+                           bits, per, mask, use_table)
+        elif rows == 1:
+            acc[:] = 0.0
+            _lanes_dot(codes[r], xt[0], acc, flip, table, bits, per, mask, use_table)
+            total = np.float32(0.0)
+            for j in range(nb):
+                total += scale[r, j] * (acc[j] - (offset + zero[r, j]) * sums[0, j])
+            out[0, r] = total
+        else:
+            _lanes_weights(codes[r], scale[r], zero[r], offset, flip, table, weights, bits, per, mask, use_table)
+            _dots(weights.reshape(-1), xt.reshape(rows, -1), out, r)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _plain_rows(r0, r1, args, decode, bits, per, mask, use_table):
+    """Rows r0 <= r < r1 of W in the plain layout, as _lanes_rows."""
+    xp, sums, codes, scale, zero, offset, shift, flip, table, n0, out = args
+    rows = xp.shape[0]
+    nb = scale.shape[1]
+    weights = np.empty((per, codes.shape[1]), np.float32)
+    for r in range(r0, r1):
+        if decode:
+            _plain_weights(codes[r], scale[r], zero[r], offset, shift, flip, table,
+                           out[r - n0].reshape((per, codes.shape[1])), bits, per, mask, use_table)
+        elif rows == 1:
+            total = _plain_dot(codes[r], xp[0], scale[r], shift, flip, table, bits, per, mask, use_table)
+            for j in range(nb):
+                total -= scale[r, j] * (offset + zero[r, j]) * sums[0, j]
+            out[0, r] = total
+        else:
+            _plain_weights(codes[r], scale[r], zero[r], offset, shift, flip, table, weights, bits, per, mask, use_table)
+            _dots(weights.reshape(-1), xp.reshape(rows, -1), out, r)
+
+
+def _specialize(bits: int, use_table: bool, decode: bool) -> dict:
+    """{layout: (serial, parallel) driver} of the row loops for one code width (``decode``:
+    writing weights out, else the GEMV): ``bits`` and the codes a byte are literals in them
+    (AVX-512 has no byte shift by a variable amount), so the loops cut codes with constant
+    shifts. A driver references module globals and these constants only, which keeps it in
+    numba's on-disk cache across processes (a closure over another jitted closure would hash
+    anew in every process)."""
+    per = 8 // bits
+    mask = (1 << bits) - 1
+
+    @numba.njit(cache=True, nogil=True)
+    def lanes(lo, hi, args):
+        _lanes_rows(lo, hi, args, decode, bits, per, mask, use_table)
+
+    @numba.njit(cache=True, nogil=True, parallel=True)
+    def lanes_parallel(lo, hi, tasks, args):
+        for t in numba.prange(tasks):
+            _lanes_rows(lo + (hi - lo) * t // tasks, lo + (hi - lo) * (t + 1) // tasks, args, decode, bits, per,
+                        mask, use_table)
+
+    @numba.njit(cache=True, nogil=True)
+    def plain(lo, hi, args):
+        _plain_rows(lo, hi, args, decode, bits, per, mask, use_table)
+
+    @numba.njit(cache=True, nogil=True, parallel=True)
+    def plain_parallel(lo, hi, tasks, args):
+        for t in numba.prange(tasks):
+            _plain_rows(lo + (hi - lo) * t // tasks, lo + (hi - lo) * (t + 1) // tasks, args, decode, bits, per,
+                        mask, use_table)
+
+    return {"lanes": (lanes, lanes_parallel), "plain": (plain, plain_parallel)}
+
+
+_kernels = lru_cache(maxsize=None)(_specialize)
+
+
+def _run(weight: "Weight", decode: bool, lo: int, hi: int, x, sums, n0: int, out, threads: int) -> None:
+    """A row loop over rows [lo, hi) of W: on this thread, or in 4 spans a thread."""
+    kind = weight.kind
+    serial, parallel = _kernels(kind.bits, kind.table is not None, decode)["lanes" if weight.lanes else "plain"]
+    shift = () if weight.lanes else (_shift(weight),)
+    args = (x, sums, weight.codes, weight.scale, weight.zero, kind.offset, *shift, kind.flip, kind.lut(), n0, out)
+    if threads > 1 and hi - lo > 1:
+        parallel(lo, hi, min(hi - lo, threads * 4), args)
+    else:
+        serial(lo, hi, args)
+
+
+@dataclass(frozen=True)
+class Weight:
+    """W ready for the kernels: ``codes`` in the lanes ([N, G, nb]) or plain ([N, row_bytes])
+    layout, float32 ``scale`` and ``zero`` [N, nb], ``k`` codes a row, ``block`` codes a block."""
+
+    codes: np.ndarray
+    scale: np.ndarray
+    zero: np.ndarray
+    kind: Codes
+    k: int
+    block: int
+
+    @property
+    def lanes(self) -> bool:
+        return self.codes.ndim == 3
+
+    @property
+    def n(self) -> int:
+        return self.codes.shape[0]
+
+    @property
+    def block_bytes(self) -> int:
+        return self.codes.shape[1] if self.lanes else self.block * self.kind.bits // 8
+
+
+def plain_supported(row_bytes: int, block: int, bits: int, blocks: int) -> bool:
+    """Whether a plain-layout W can be read as it is: one block a row, or blocks of a power of
+    two bytes."""
+    block_bytes = block * bits // 8
+    return blocks == 1 or block * bits % 8 == 0 and block_bytes & (block_bytes - 1) == 0 \
+        and blocks == -(-row_bytes // block_bytes)
+
+
+def pack_lanes(codes: np.ndarray, bits: int, block: int) -> np.ndarray:
+    """Unpacked codes [N, K] (uint8, one code an element) -> the lanes layout [N, G, nb]; the
+    last block is padded with code 0 (its x is zero)."""
+    per = 8 // bits
+    n, k = codes.shape
+    nb = -(-k // block)
+    padded = np.zeros((n, nb * block), np.uint8)
+    padded[:, :k] = codes
+    grouped = padded.reshape(n, nb, block // per, per).transpose(0, 2, 1, 3)   # [N, G, nb, per]
+    out = np.zeros((n, block // per, nb), np.uint8)
+    for p in range(per):
+        out |= (grouped[..., p] << (p * bits)).astype(np.uint8)
+    return out
+
+
+def _x_layout(x: np.ndarray, weight: Weight) -> tuple[np.ndarray, np.ndarray]:
+    """x [M, K] -> (x split by phase in the weight's layout, block sums [M, nb])."""
+    per = 8 // weight.kind.bits
+    m = x.shape[0]
+    nb = weight.scale.shape[1]
+    if weight.lanes:
+        g = weight.codes.shape[1]
+        padded = np.zeros((m, nb * g * per), np.float32)
+        padded[:, :weight.k] = x
+        split = padded.reshape(m, nb, g, per).transpose(0, 3, 2, 1)            # [M, per, G, nb]
+        sums = padded.reshape(m, nb, g * per).sum(axis=2, dtype=np.float32)
+    else:
+        row_bytes = weight.codes.shape[1]
+        padded = np.zeros((m, row_bytes * per), np.float32)
+        padded[:, :weight.k] = x
+        split = padded.reshape(m, row_bytes, per).transpose(0, 2, 1)           # [M, per, row_bytes]
+        block_codes = weight.block_bytes * per
+        sums = np.zeros((m, nb), np.float32)
+        for j in range(nb):
+            sums[:, j] = padded[:, j * block_codes:(j + 1) * block_codes].sum(axis=1, dtype=np.float32)
+    return np.ascontiguousarray(split), sums
+
+
+def _shift(weight: Weight) -> int:
+    return 62 if weight.scale.shape[1] == 1 else int(weight.block_bytes).bit_length() - 1
+
+
+def gemv(x: np.ndarray, weight: Weight, threads: int) -> np.ndarray:
+    """x [M, K] float32 (M <= ROWS_MAX) @ W^T -> [M, N] float32, over ``threads`` threads."""
+    split, sums = _x_layout(x, weight)
+    out = np.empty((x.shape[0], weight.n), np.float32)
+    _run(weight, False, 0, weight.n, split, sums, 0, out, threads)
+    return out
+
+
+def kernel_order(weight: Weight) -> np.ndarray:
+    """The k of each position of the kernels' order of K (``decode``'s columns; positions past K,
+    padding, hold K)."""
+    positions = np.arange(_x_layout(np.zeros((1, weight.k), np.float32), weight)[0].size)
+    per = 8 // weight.kind.bits
+    if weight.lanes:
+        g, nb = weight.codes.shape[1], weight.codes.shape[2]
+        p, rest = np.divmod(positions, g * nb)
+        t, j = np.divmod(rest, nb)
+        k = (j * g + t) * per + p
+    else:
+        p, b = np.divmod(positions, weight.codes.shape[1])
+        k = b * per + p
+    return np.minimum(k, weight.k)
+
+
+def in_kernel_order(x: np.ndarray, weight: Weight) -> np.ndarray:
+    """x [M, K] float32 with its columns in the kernels' order of K (zeros at padding):
+    ``in_kernel_order(x) @ decode(...).T == x @ W^T``."""
+    split, _ = _x_layout(x, weight)
+    return split.reshape(x.shape[0], -1)
+
+
+def decode(weight: Weight, n0: int, n1: int, out: np.ndarray, threads: int) -> np.ndarray:
+    """Rows n0..n1 of W as float32 into ``out`` [n1 - n0, width] (C-contiguous), each row's
+    weights in the kernels' order of K (``kernel_order``): the tiles a prefill matmul hands to
+    BLAS with ``in_kernel_order(x)``."""
+    x = np.zeros((1,) * (3 if weight.lanes else 2) + (1,), np.float32)
+    _run(weight, True, n0, n1, x, np.zeros((1, 1), np.float32), n0, out, threads)
+    return out
