@@ -22,3 +22,12 @@ def test_example_runs_and_its_checks_pass(name):
         assert "shares memory: True" in out and "view of the feed: True" in out and "same buffer: True" in out
         assert "opset  1        float axes [-1]: DslError" in out and "opset 11        float axes [-1]: ok" in out
         assert "opset 13 float8e4m3fn axes [0]: DslError" in out and "opset 21 float8e4m3fn axes [0]: ok" in out
+
+
+def test_tiny_llm_decoder_agrees_token_for_token():
+    """The int4 decoder's three implementations (dsl's JIT, dsl's numpy engine, plain numpy)
+    generate the same tokens (the example asserts it; a short run here)."""
+    done = subprocess.run([sys.executable, str(EXAMPLES / "tiny_llm_decoder.py"), "--tokens", "6"],
+                          capture_output=True, text=True, timeout=600, cwd=EXAMPLES.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "6 tokens, identical from dsl's JIT, dsl's numpy engine and plain numpy" in done.stdout
