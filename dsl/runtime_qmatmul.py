@@ -27,8 +27,8 @@ class QuantMatMulRunner:
         self.inputs = [None if v is None else v.name for v in step.node.inputs]
         self.output = step.node.outputs[0].name
         self.out_dtype = step.node.outputs[0].type.dtype
-        # W and its scale / zero point (inputs 1..3 of both ops)
-        self.constant = all(name is None or name in constants for name in self.inputs[1:4])
+        # W, its scale and zero point (inputs 1..3 of both ops) and MatMulNBits' g_idx (4)
+        self.constant = all(name is None or name in constants for name in self.inputs[1:5])
         self.weight = None
         if self.constant:
             args = [None if name is None else constants.get(name) for name in self.inputs]
@@ -51,8 +51,11 @@ class QuantMatMulRunner:
 
     @property
     def kind(self) -> str:
-        """What explain() calls the step: the kernels, or the reference."""
-        return "qgemv" if not self.constant or self.weight is not None else "numpy"
+        """What explain() calls the step: the kernels, or the reference (a constant weight the
+        lowering gave no kernel weight; a run-time g_idx)."""
+        if self.constant:
+            return "qgemv" if self.weight is not None else "numpy"
+        return "numpy" if len(self.inputs) > 4 and self.inputs[4] is not None else "qgemv"
 
 
 def product(rows: np.ndarray, weight: qmatmul.Weight) -> np.ndarray:

@@ -279,7 +279,8 @@ class Weight:
 
     @property
     def block_bytes(self) -> int:
-        return self.codes.shape[1] if self.lanes else self.block * self.kind.bits // 8
+        """Bytes of codes a block (a row's bytes when a block spans the row)."""
+        return self.codes.shape[1] if self.lanes or self.scale.shape[1] == 1 else self.block * self.kind.bits // 8
 
 
 def plain_supported(row_bytes: int, block: int, bits: int, blocks: int) -> bool:
@@ -333,9 +334,17 @@ def _shift(weight: Weight) -> int:
 
 
 def gemv(x: np.ndarray, weight: Weight, threads: int) -> np.ndarray:
-    """x [M, K] float32 (M <= ROWS_MAX) @ W^T -> [M, N] float32, over ``threads`` threads."""
+    """x [M, K] float32 (M <= ROWS_MAX) @ W^T -> [M, N] float32, over ``threads`` threads. A
+    row of x with an Inf or NaN goes through decoded weights (the factored sum would make
+    inf - inf of it); so do more rows than one."""
     split, sums = _x_layout(x, weight)
     out = np.empty((x.shape[0], weight.n), np.float32)
+    if x.shape[0] == 1 and not np.isfinite(sums).all():
+        split = np.concatenate([split, split])  # (two rows: the decoding loop)
+        twice = np.empty((2, weight.n), np.float32)
+        _run(weight, False, 0, weight.n, split, np.concatenate([sums, sums]), 0, twice, threads)
+        out[0] = twice[0]
+        return out
     _run(weight, False, 0, weight.n, split, sums, 0, out, threads)
     return out
 

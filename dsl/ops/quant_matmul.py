@@ -25,7 +25,7 @@ from kernels import qmatmul
 from .. import dtypes
 from ..convert import convert, to_wide
 from ..dtypes import DType
-from ..errors import InputError
+from ..errors import DTypeError, InputError
 from ..ir import TensorType
 from ..tensor import Tensor
 from . import chunks
@@ -115,9 +115,9 @@ def _nbits_rule(call: Call) -> list:
         call.fail(f"K {k} and N {n} must be >= 1", InputError)
     if not 0 <= call.attrs["accuracy_level"] <= 4:
         call.fail(f"accuracy_level {call.attrs['accuracy_level']}; expected 0 to 4", InputError)
-    for name, t in (("scales", scales), ("bias", bias)) + ((("zero_points", zp),) if zp is not None and zp.dtype in _FLOATS else ()):
-        if t is not None and t.dtype != a.dtype:
-            call.fail(f"{name} has type {t.dtype}; expected {a.dtype} (the type of A)")
+    if zp is not None and zp.dtype in _FLOATS and zp.dtype != a.dtype:  # (scales and bias: the schema's T1)
+        call.fail(f"zero_points has type {zp.dtype}; expected uint8 (packed) or {a.dtype} (the type of A)",
+                  DTypeError)
     blocks, blob = -(-k // block), block * bits // 8
     plan = NBitsPlan(k, n, bits, block, blocks, blob)
     if a.shape is not None:
@@ -135,8 +135,8 @@ def _nbits_rule(call: Call) -> list:
     for name, t, size, expected in wants:
         if t is None or t.shape is None or not all(isinstance(d, int) for d in t.shape):
             continue
-        if int(np.prod(t.shape)) != size or name == "B" and t.dtype.onnx_name == "uint8" and \
-                len(t.shape) not in (2, 3) or name in ("bias", "g_idx") and len(t.shape) != 1:
+        b_layout = name != "B" or t.dtype.onnx_name != "uint8" or list(t.shape) in ([n, blocks, blob], [n, blocks * blob])
+        if int(np.prod(t.shape)) != size or not b_layout or name in ("bias", "g_idx") and len(t.shape) != 1:
             call.fail(f"{name} shape {list(t.shape)} does not match K={k}, N={n}, bits={bits}, "
                       f"block_size={block}; expected {expected}")
     call.plan = plan
@@ -189,9 +189,9 @@ def _nbits_reference(call: Call, xs: list) -> list:
     scale, zero = _nbits_params(call, xs)
     index = _nbits_block_index(call, xs)
     index = np.arange(plan.k) // plan.block if index is None else index
-    weights = (codes - zero[:, index]) * scale[:, index]
     a = to_wide(xs[0], dtypes.of_array(xs[0])).astype(np.float32)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # (NaN / Inf scales and activations propagate, as IEEE says)
+        weights = (codes - zero[:, index]) * scale[:, index]
         y = np.matmul(a, weights.T)
         if len(xs) > 5 and xs[5] is not None:
             y = y + to_wide(xs[5], dtypes.of_array(xs[5])).astype(np.float32)
@@ -203,7 +203,6 @@ def _nbits_weight(call: Call, args: list, constant: bool):
         return None  # (g_idx: blocks in any order; the reference reads them)
     plan = call.plan
     values = [a.numpy() if isinstance(a, Tensor) else a for a in args]
-    _nbits_block_index(call, values)
     scale, zero = _nbits_params(call, values)
     kind = qmatmul.Codes(plan.bits)
     raw = _nbits_codes(plan, values[1])
@@ -267,9 +266,9 @@ def _dq_reference(call: Call, xs: list) -> list:
         return [np.matmul(xs[0], weights.T if plan.transposed else weights).astype(np.float32)]
 
 
-def _dq_params(plan: DequantPlan, values: list) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """(scale, zero point) as float32 [N, blocks] along K, and the block size; None for a
-    granularity the kernels do not read (one scale per k of a sub-byte type)."""
+def _dq_params(plan: DequantPlan, values: list) -> tuple[np.ndarray, np.ndarray, int]:
+    """(scale, zero point) as float32 [N, blocks] along K, and the block size (1 for a scale
+    per code: per k, or blocks along N)."""
     granularity = plan.dequantize.plan.granularity
     k_axis = 1 if plan.transposed else 0
     scale = to_wide(values[2], dtypes.of_array(values[2])).astype(np.float32)
@@ -331,11 +330,12 @@ def matmul_of_dequantized(node, calls: dict, constants: dict, opset: int) -> Rep
 def dequant_matmul_viable(dq: Call, transposed: bool, constant: bool) -> bool:
     """Whether the kernels read the weight of DequantizeLinear ``dq`` (its planned call) as a
     DequantMatMul: codes they decode, a float32 output, scales per tensor, per row of the
-    weight or in blocks of whole bytes along K (a scale per code: 8-bit codes only); at run time (not ``constant``) only W [N, K]
-    with rows of whole bytes in blocks of a power of two bytes (read in place)."""
+    weight or in blocks of whole bytes along K (a scale per code: 8-bit codes only); at run
+    time (not ``constant``) only W [N, K] with rows of whole bytes in blocks of a power of two
+    bytes (read in place, or packed first when it arrives unpacked or strided); no empty W."""
     w = dq.types[0]
     kind = code_kind(w.dtype)
-    if kind is None or dq.plan.out.onnx_name != "float" or w.shape is None or len(w.shape) != 2:
+    if kind is None or dq.plan.out.onnx_name != "float" or w.shape is None or len(w.shape) != 2 or 0 in w.shape:
         return False
     granularity = dq.plan.granularity
     k_axis = 1 if transposed else 0
@@ -361,16 +361,13 @@ def _dq_weight(call: Call, args: list, constant: bool):
     dt = plan.dequantize.types[0].dtype
     kind = code_kind(dt)
     values = [a.numpy() if isinstance(a, Tensor) and i > 1 else a for i, a in enumerate(args)]
-    params = _dq_params(plan, values) if kind is not None else None
-    if params is None:
-        return None
-    scale, zero, block = params
+    scale, zero, block = _dq_params(plan, values)
     if constant:
         codes = _codes_of(w, dt)
         return build_weight(codes if plan.transposed else np.ascontiguousarray(codes.T), scale, zero, kind, block)
-    raw = _plain_codes(w, dt, plan) if plan.transposed else None
-    if raw is None or not qmatmul.plain_supported(raw.shape[1], block, kind.bits, scale.shape[1]):
-        return None
+    raw = _plain_codes(w, dt, plan)
+    if raw is None:  # (unpacked sub-byte codes, a strided or unaligned view: packed rows first)
+        raw = _plain_codes(Tensor.from_numpy(np.ascontiguousarray(w.numpy() if isinstance(w, Tensor) else w)), dt, plan)
     return qmatmul.Weight(raw, scale, zero, kind, plan.k, block)
 
 

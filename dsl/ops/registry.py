@@ -134,7 +134,7 @@ class OpDef:
     domain: str = ""
     # whether a node whose inputs are all constants is computed ahead of the run (trace / load
     # time); DequantizeLinear is not, as onnxruntime does not fold it: its result is the weight
-    # at 4-8x the bytes, and a MatMul reading the codes (dsl/passes/quant_matmul.py) needs the node
+    # at 4-8x the bytes, and a MatMul reading the codes (dsl/ops/quant_matmul.py, by dsl/passes/replace.py) needs the node
     fold: bool = True
     # a rewrite the JIT applies before fusion (dsl/passes/replace.py): (node, calls, constants,
     # opset) -> a dsl.ops.quant_matmul.Replacement or None (MatMul of a dequantized weight)

@@ -51,12 +51,13 @@ def replace(graph: Graph, calls: dict, constants: dict) -> tuple[Graph, dict]:
 
 def _unread(graph: Graph, found: dict) -> set:
     """ids of the replaced nodes' sources that nothing but the replaced nodes (and each other)
-    reads, nor the graph returns (sources listed consumer first)."""
-    outputs = {v.name for v in graph.outputs}
+    reads, neither a replacement (a MatMul of W by W^T keeps W's DequantizeLinear) nor the graph
+    returns (sources listed consumer first)."""
+    kept = {v.name for v in graph.outputs} | {v.name for r in found.values() for v in r.inputs if v is not None}
     gone = set(found)
     for replacement in found.values():
         for node in replacement.sources:
-            if id(node) not in gone and all(v.name not in outputs and all(id(u) in gone for u in v.users)
+            if id(node) not in gone and all(v.name not in kept and all(id(u) in gone for u in v.users)
                                             for v in node.outputs):
                 gone.add(id(node))
     return gone - set(found)

@@ -365,3 +365,69 @@ def test_code_kind_covers_the_quantized_types():
                  "float8e5m2", "float8e5m2fnuz", "float4e2m1"):
         assert quant_matmul.code_kind(dsl.dtype(name)) is not None, name
     assert quant_matmul.code_kind(dsl.dtype("int16")) is None
+
+
+# ---- edge cases a review found ------------------------------------------------------------
+def _linear_of(w, s, block=32, axis=1):
+    @dsl.jit
+    def linear(x, w, s):
+        return dsl.matmul(x, dsl.transpose(dsl.dequantize_linear(w, s, axis=axis, block_size=block), [1, 0]))
+    return linear
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+def test_an_inf_or_nan_in_a_gives_what_dequantize_then_matmul_gives(rows, bad):
+    w = dsl.Tensor.from_numpy(np.full((3, 64), 3, dsl.int4.np_dtype))
+    s = np.full((3, 2), 0.5, np.float32)
+    x = np.zeros((rows, 64), np.float32)
+    x[0, 0] = bad
+    linear = _linear_of(w, s)
+    want = linear.lower(x, w, s).run([x, w, s], engine="numpy")[0]
+    np.testing.assert_array_equal(linear(x, w, s), want)
+    assert (np.isnan(want[0]) if np.isnan(bad) else np.isinf(want[0])).all()
+
+
+def test_matmul_nbits_reads_a_run_time_g_idx_beside_constant_weights():
+    k, n, bits, block = 64, 4, 4, 32
+    a, b, scales, zp, index, _ = _nbits_case(bits, block, k, n, None, False, (1,), g_idx=True)
+    program = dsl.from_onnx(_nbits_model(a, b, scales, zp, index, None, k, n, bits, block, as_inputs=("g_idx",)))
+    for g in (index, np.zeros(k, np.int32), np.ones(k, np.int32)):
+        want = a @ _spec_dequantize(b, scales, zp, n, k, bits, block, g).T
+        np.testing.assert_allclose(program.run({"A": a, "g_idx": g})[0], want, rtol=1e-4, atol=1e-4)
+    with pytest.raises(dsl.DslError, match=r"g_idx\[0\] = 9 is outside \[0, 2\)"):
+        program.run({"A": a, "g_idx": np.full(k, 9, np.int32)})
+
+
+def test_a_dequantized_weight_times_its_own_transpose():
+    """The DequantizeLinear also feeds the MatMul's A: it stays."""
+    @dsl.jit
+    def gram(w, s):
+        d = dsl.dequantize_linear(w, s)
+        return dsl.matmul(d, dsl.transpose(d, [1, 0]))
+
+    w = RNG.integers(-5, 5, (4, 8)).astype(np.int8)
+    dense = w.astype(np.float32) * 0.5
+    np.testing.assert_allclose(gram(w, np.float32(0.5)), dense @ dense.T, rtol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+@pytest.mark.parametrize("dtype", ["int4", "int2"])
+def test_constant_sub_byte_rows_that_end_inside_a_byte(k, dtype):
+    dt = dsl.dtype(dtype)
+    w = RNG.integers(-2, 2, (2, k)).astype(dt.np_dtype)
+    model = _dq_model(w, np.float32(1.0), np.zeros((), dt.np_dtype), True, 1, 0, (1,), k, 2)
+    a = RNG.standard_normal((1, k)).astype(np.float32)
+    np.testing.assert_allclose(dsl.from_onnx(model).run({"A": a})[0], a @ w.astype(np.float32).T, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(4, 0), (0, 64)])
+def test_empty_weights_give_empty_or_zero_products(shape):
+    n, k = shape
+    w = np.zeros(shape, np.int8)
+    linear = _linear_of(w, np.float32(1.0), block=0, axis=1)
+    x = np.ones((2, k), np.float32)
+    got = linear(x, w, np.float32(1.0))
+    assert got.shape == (2, n) and not got.any()
+    packed = dsl.Tensor.from_numpy(np.zeros(shape, dsl.int4.np_dtype))
+    assert linear(x, packed, np.float32(1.0)).shape == (2, n)
