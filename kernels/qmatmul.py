@@ -38,7 +38,7 @@ inputs).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numba
 import numpy as np
@@ -57,16 +57,18 @@ class Codes:
     signed: bool = False
     table: np.ndarray | None = None
 
-    @property
+    @cached_property
     def flip(self) -> np.uint8:
         top = 1 << (self.bits - 1)
         return np.uint8(sum(top << s for s in range(0, 8, self.bits)) if self.signed and self.table is None else 0)
 
-    @property
+    @cached_property
     def offset(self) -> np.float32:
         return np.float32(1 << (self.bits - 1) if self.signed and self.table is None else 0)
 
-    def lut(self) -> np.ndarray:
+    @cached_property
+    def values(self) -> np.ndarray:
+        """The table the loops index (zeros, never read, for integer codes)."""
         return np.zeros(256, np.float32) if self.table is None else np.ascontiguousarray(self.table, np.float32)
 
 
@@ -250,7 +252,7 @@ def _run(weight: "Weight", decode: bool, lo: int, hi: int, x, sums, n0: int, out
     kind = weight.kind
     serial, parallel = _kernels(kind.bits, kind.table is not None, decode)["lanes" if weight.lanes else "plain"]
     shift = () if weight.lanes else (_shift(weight),)
-    args = (x, sums, weight.codes, weight.scale, weight.zero, kind.offset, *shift, kind.flip, kind.lut(), n0, out)
+    args = (x, sums, weight.codes, weight.scale, weight.zero, kind.offset, *shift, kind.flip, kind.values, n0, out)
     if threads > 1 and hi - lo > 1:
         parallel(lo, hi, min(hi - lo, threads * 4), args)
     else:

@@ -17,6 +17,7 @@ applies (g_idx, a layout the kernels do not read) the JIT runs the reference.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -41,7 +42,14 @@ _LANES_MIN_BLOCKS = 16  # blocks a row from which the lanes layout pays (its lan
 
 
 def code_kind(dt: DType) -> qmatmul.Codes | None:
-    """How the kernels decode codes of element type ``dt`` (None: they do not)."""
+    """How the kernels decode codes of element type ``dt`` (None: they do not); one object a
+    type (a run-time weight asks every call)."""
+    return _code_kind(dt.onnx_name)
+
+
+@lru_cache(maxsize=None)
+def _code_kind(name: str) -> qmatmul.Codes | None:
+    dt = dtypes.dtype(name)
     if dt.onnx_name in _INT_CODES:
         bits, signed = _INT_CODES[dt.onnx_name]
         return qmatmul.Codes(bits, signed)
@@ -57,6 +65,14 @@ def _codes_of(value, dt: DType) -> np.ndarray:
     array = value.numpy() if isinstance(value, Tensor) else value
     raw = np.ascontiguousarray(array).view(np.uint8)
     return raw & np.uint8((1 << dt.bits) - 1) if dt.bits < 8 else raw
+
+
+def _unpack_rows(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
+    """Bytes [N, row_bytes], codes low bits first -> the first ``count`` codes of each row as
+    uint8 [N, count] (the inverse of _pack_rows)."""
+    per = 8 // bits
+    codes = np.stack([(raw >> (p * bits)) & ((1 << bits) - 1) for p in range(per)], axis=-1)
+    return codes.reshape(raw.shape[0], -1)[:, :count]
 
 
 def _pack_rows(codes: np.ndarray, bits: int) -> np.ndarray:
@@ -157,11 +173,8 @@ def _nbits_params(call: Call, xs: list) -> tuple[np.ndarray, np.ndarray]:
     if zp is None:
         return scales, np.full_like(scales, 1 << (plan.bits - 1))
     if zp.dtype == np.uint8:
-        width = -(-plan.blocks * plan.bits // 8)
-        rows = zp.reshape(plan.n, width)
-        per = 8 // plan.bits
-        codes = np.stack([(rows >> (p * plan.bits)) & ((1 << plan.bits) - 1) for p in range(per)], axis=-1)
-        return scales, codes.reshape(plan.n, width * per)[:, :plan.blocks].astype(np.float32)
+        rows = zp.reshape(plan.n, -(-plan.blocks * plan.bits // 8))
+        return scales, _unpack_rows(rows, plan.bits, plan.blocks).astype(np.float32)
     return scales, to_wide(zp, dtypes.of_array(zp)).astype(np.float32).reshape(plan.n, plan.blocks)
 
 
@@ -182,10 +195,7 @@ def _nbits_reference(call: Call, xs: list) -> list:
     """The contrib spec in numpy: unpack, (code - zero point) * scale per block, A @ W^T + bias,
     in float32, rounded once to A's type."""
     plan = call.plan
-    per = 8 // plan.bits
-    raw = _nbits_codes(plan, xs[1])
-    codes = np.stack([(raw >> (p * plan.bits)) & ((1 << plan.bits) - 1) for p in range(per)], axis=-1)
-    codes = codes.reshape(plan.n, -1)[:, :plan.k].astype(np.float32)
+    codes = _unpack_rows(_nbits_codes(plan, xs[1]), plan.bits, plan.k).astype(np.float32)
     scale, zero = _nbits_params(call, xs)
     index = _nbits_block_index(call, xs)
     index = np.arange(plan.k) // plan.block if index is None else index
@@ -207,8 +217,7 @@ def _nbits_weight(call: Call, args: list, constant: bool):
     kind = qmatmul.Codes(plan.bits)
     raw = _nbits_codes(plan, values[1])
     if constant and plan.blocks >= _LANES_MIN_BLOCKS:
-        codes = np.stack([(raw >> (p * plan.bits)) & ((1 << plan.bits) - 1) for p in range(8 // plan.bits)], -1)
-        return qmatmul.Weight(qmatmul.pack_lanes(codes.reshape(plan.n, -1)[:, :plan.k], plan.bits, plan.block),
+        return qmatmul.Weight(qmatmul.pack_lanes(_unpack_rows(raw, plan.bits, plan.k), plan.bits, plan.block),
                               scale, zero, kind, plan.k, plan.block)
     return qmatmul.Weight(raw, np.ascontiguousarray(scale), np.ascontiguousarray(zero), kind, plan.k, plan.block)
 
