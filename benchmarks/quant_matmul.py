@@ -10,7 +10,8 @@ Rows:
 - float8e4m3fn per output channel (QDQ: onnxruntime dequantizes, then MatMul);
 - a chain of 8 int4 layers of 4096 x 4096 (64 MiB of codes, twice the L3): every run streams
   the weights from memory, as a model's layers do;
-- prefill (M = 128) against float32 BLAS on the weight dequantized beforehand.
+- prefill (M = 128) against float32 BLAS on the weight dequantized beforehand;
+- an embedding lookup through com.microsoft GatherBlockQuantized (int4 table).
 numpy (unpack + dequantize + matmul) runs after the interleaved dsl / onnxruntime rounds:
 its BLAS threads keep spinning after returning and would slow whichever candidate followed.
 
@@ -186,6 +187,7 @@ def main() -> None:
 
     if not args.quick:
         prefill(rng, args.repeat)
+        embedding(rng, args.repeat)
 
 
 def prefill(rng, repeat: int) -> None:
@@ -200,6 +202,34 @@ def prefill(rng, repeat: int) -> None:
     t_blas = median_seconds(lambda: a @ dense.T, repeat=max(5, repeat // 2))
     print(f"\nprefill {m}x{k}x{n}, int4 blocks of 32: dsl {t_dsl * 1e3:.2f} ms, float32 BLAS on the dequantized "
           f"weight {t_blas * 1e3:.2f} ms: dsl takes {t_dsl / t_blas:.2f}x BLAS's time")
+
+
+def embedding(rng, repeat: int) -> None:
+    """com.microsoft GatherBlockQuantized: [4, 64] token ids from an int4 [32000, 1024] table
+    (blocks of 32 along the rows), against onnxruntime and numpy (gather, then dequantize)."""
+    import ml_dtypes
+    onnx, TensorProto, helper, numpy_helper = _onnx()
+    from dsl.onnx_io import tensor_to_proto
+    vocab, dim, block = 32000, 1024, 32
+    table = rng.integers(-8, 8, (vocab, dim)).astype(ml_dtypes.int4)
+    scales = (rng.random((vocab, dim // block), dtype=np.float32) / 8).astype(np.float32)
+    ids = rng.integers(0, vocab, (4, 64))
+    node = helper.make_node("GatherBlockQuantized", ["data", "ids", "scales"], ["y"], domain="com.microsoft",
+                            block_size=block, gather_axis=0, quantize_axis=1, bits=4)
+    graph = helper.make_graph([node], "embedding", [helper.make_tensor_value_info("ids", TensorProto.INT64, ids.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [tensor_to_proto("data", table), numpy_helper.from_array(scales, "scales")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
+    program, session = dsl.from_onnx(model), ort_session(model)
+
+    def numpy_lookup():
+        return table[ids].astype(np.float32) * np.repeat(scales[ids], block, axis=-1)
+    np.testing.assert_array_equal(program.run({"ids": ids})[0], numpy_lookup())
+    t = interleaved_medians({"dsl": lambda: program.run({"ids": ids}), "onnxruntime": lambda: session.run(None, {"ids": ids}),
+                             "numpy": numpy_lookup}, repeat=repeat)
+    print(f"\nembedding lookup (GatherBlockQuantized) of [4, 64] ids from int4 [{vocab}, {dim}], blocks of {block}: "
+          f"dsl {t['dsl'] * 1e3:.3f} ms, onnxruntime {t['onnxruntime'] * 1e3:.3f} ms "
+          f"({t['onnxruntime'] / t['dsl']:.2f}x), numpy {t['numpy'] * 1e3:.3f} ms ({t['numpy'] / t['dsl']:.2f}x)")
 
 
 if __name__ == "__main__":

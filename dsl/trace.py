@@ -173,8 +173,9 @@ class Builder:
             return self.constant(weak_scalar(op, value, like.dtype))
         return self.constant(as_array(value, "jit", "constant"))
 
-    def add(self, op_type: str, inputs: list, attrs: dict | None = None) -> list[Tracer]:
-        """Append a node; its rule runs now (trace-time validation and shape inference)."""
+    def add(self, op_type: str, inputs: list, attrs: dict | None = None, domain: str = "") -> list[Tracer]:
+        """Append a node (of ``domain``: "" is ONNX's own); its rule runs now (trace-time
+        validation and shape inference)."""
         attrs = {k: v for k, v in (attrs or {}).items() if v is not None}
         for value in inputs:
             if isinstance(value, Tracer) and value.builder is not self:
@@ -186,9 +187,10 @@ class Builder:
         types = [None if v is None else v.type for v in inputs]
         values = [None if v is None else self.constants.get(v.name) for v in inputs]
         node_name = self.fresh(op_type.lower() + "_")
-        opdef, call, out_types = registry.bind(op_type, self.graph.opset, types, values, attrs, node_name)
+        opdef, call, out_types = registry.bind(op_type, self.graph.opset, types, values, attrs, node_name,
+                                               domain=domain)
         outputs = [Tracer(self.fresh("v"), t, self) for t in out_types]
-        node = Node(op_type, list(inputs), outputs, attrs, node_name)
+        node = Node(op_type, list(inputs), outputs, attrs, node_name, domain)
         self.graph.nodes.append(node)
         self.calls[id(node)] = call
         fold(opdef, call, inputs, values, self.constants, outputs, out_types)

@@ -110,7 +110,7 @@ class BlockProgram:
         for node in self.nodes:
             inputs = [self._input(builder, env, node, index, value, sizes)
                       for index, value in enumerate(node.inputs)]
-            outs = builder.add(node.op_type, inputs, _local_attrs(node, self.opset))
+            outs = builder.add(node.op_type, inputs, _local_attrs(node, self.opset), node.domain)
             env.update((v.name, o) for v, o in zip(node.outputs, outs))
         outputs = [env[name] if name in env else builder.constant(self.constants[name]) for name, _ in self.outputs]
         builder.graph.outputs = tracing.distinct_outputs(builder, outputs)
@@ -121,7 +121,7 @@ class BlockProgram:
             return None
         if (node.name, index) in self.type_only:
             return builder.constant(np.empty((0,), value.type.dtype.np_dtype))
-        if index == getattr(registry.get(node.op_type, node.name).chunk, "shape_input", None):
+        if index == getattr(registry.get(node.op_type, node.name, node.domain).chunk, "shape_input", None):
             letters = self.local_letters[node.outputs[0].name]
             return builder.constant(np.array([1 if letter is None else sizes[letter] for letter in letters],
                                              np.int64))
@@ -133,5 +133,5 @@ class BlockProgram:
 
 def _local_attrs(node: Node, opset: int) -> dict:
     """The attributes of a node replayed at chunk shapes (its chunk rule's local_attrs)."""
-    rule = registry.get(node.op_type, node.name).chunk
+    rule = registry.get(node.op_type, node.name, node.domain).chunk
     return dict(node.attrs) if rule is None else rule.local_attrs(node.attrs, opset)

@@ -105,7 +105,7 @@ class GraphBuilder:
 
     def _tree_reduce(self, node):
         """A reduction as a dask tree reduction of the materialized input (reductions="tree")."""
-        kind = registry.get(node.op_type, node.name).kernel.kind
+        kind = registry.get(node.op_type, node.name, node.domain).kernel.kind
         return tree_reduce(self.value(node.inputs[0].name), kind, self.calls[id(node)].plan,
                            node.outputs[0].type.dtype)
 
@@ -132,7 +132,7 @@ class GraphBuilder:
             specs.append(spec)
             args += [array, tuple(self._aligned(letter) or self._fresh_letter() for letter in spec.letters)]
         local = {n.outputs[0].name: self.layout.index(n.outputs[0]) for n in nodes
-                 if getattr(registry.get(n.op_type, n.name).chunk, "shape_input", None) is not None}
+                 if getattr(registry.get(n.op_type, n.name, n.domain).chunk, "shape_input", None) is not None}
         program = BlockProgram(self.name, self.graph.opset, nodes, specs, constants,
                                [(v.name, self.layout.index(v)) for v in values], self.layout.extent,
                                self.layout.type_only, local)

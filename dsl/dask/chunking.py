@@ -98,7 +98,7 @@ class _Relator:
 
     def relate(self, node: Node) -> None:
         """Apply the node's chunk rule (its OpDef's, dsl/ops/chunks.py)."""
-        opdef = registry.get(node.op_type, node.name)
+        opdef = registry.get(node.op_type, node.name, node.domain)
         for value in node.outputs:
             for axis, size in enumerate(value.type.shape):
                 if size != 1:

@@ -7,6 +7,7 @@ from . import normalization, rotary  # noqa: F401
 from . import linear_attention, causal_conv  # noqa: F401
 from . import control_flow  # noqa: F401
 from . import quant_matmul  # noqa: F401  (com.microsoft MatMulNBits; the internal DequantMatMul)
+from . import gather_block_quantized  # noqa: F401  (com.microsoft GatherBlockQuantized)
 from .registry import LATEST_OPSET, MIN_OPSET, OpDef, all_ops, get
 
 __all__ = ["LATEST_OPSET", "MIN_OPSET", "OpDef", "all_ops", "get"]

@@ -22,7 +22,7 @@ from typing import Callable
 from ..errors import UnsupportedError, where
 
 __all__ = ["ChunkRule", "BATCH_ONLY", "CENTER_CROP_PAD", "COMPRESS", "CONCAT", "ELEMENTWISE", "EXPAND", "FILL",
-           "GATHER", "GATHER_ELEMENTS", "GATHER_ND", "MATMUL", "ONE_HOT", "PAD", "QUANTIZE", "RESHAPE",
+           "GATHER", "GATHER_BLOCK_QUANTIZED", "GATHER_ELEMENTS", "GATHER_ND", "MATMUL", "ONE_HOT", "PAD", "QUANTIZE", "RESHAPE",
            "REVERSE_SEQUENCE", "ROW", "SCATTER_ELEMENTS", "SCATTER_ND", "SLICE", "SPLIT", "TENSOR_SCATTER", "TILE",
            "TRANSPOSE", "VIEW", "WHOLE", "axis_pairs"]
 
@@ -233,6 +233,21 @@ def _tie(dims, node, pairs, whole: bool = False) -> None:
             dims.mark_whole(value, axis, node)
 
 
+def _gather_block_quantized(dims, node, call, opdef) -> None:
+    """The indices' dims map to the output's at the gather axis; the table, its scales and zero
+    points are read whole (a chunk of indices may select any slice of them)."""
+    indices, out = node.inputs[1], node.outputs[0]
+    for value in (node.inputs[0], *node.inputs[2:]):
+        for axis in range(len(value.type.shape) if value is not None else 0):
+            dims.mark_whole(value, axis, node)
+    for k in range(len(indices.type.shape)):
+        if indices.type.shape[k] != 1:
+            dims.join(indices, k, out, call.plan.gather + k)
+    for axis in range(len(out.type.shape)):
+        if not call.plan.gather <= axis < call.plan.gather + len(indices.type.shape):
+            dims.mark_whole(out, axis, node)
+
+
 def _whole(dims, node, call, opdef) -> None:
     """Every dim of every input and output read whole (one chunk): EyeLike's diagonal, Range's
     elements and NonZero's positions depend on where a chunk starts."""
@@ -416,6 +431,7 @@ QUANTIZE = ChunkRule("quantize", _quantize)
 SLICE = ChunkRule("slice", _slice)
 CONCAT = ChunkRule("concat", _concat)
 GATHER = ChunkRule("gather", _gather)
+GATHER_BLOCK_QUANTIZED = ChunkRule("gather_block_quantized", _static(_gather_block_quantized))
 
 SPLIT = ChunkRule("split", _static(_split))
 TILE = ChunkRule("tile", _static(_same_rank(lambda call, node, axis: call.plan[axis] != 1)))

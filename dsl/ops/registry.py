@@ -312,7 +312,7 @@ def register(opdef: OpDef) -> OpDef:
 
 
 def bind(node, opset: int, types: list, values: list, attrs: dict | None = None, name: str = "",
-         infer: bool = True, body: bool = False) -> tuple:
+         infer: bool = True, body: bool = False, domain: str = "") -> tuple:
     """The one way an application of an op is checked and planned, for the trace, shape
     inference and both engines: ``node`` is an ir.Node (its op, attributes, name and domain) or
     an op name (with ``attrs`` and the node ``name`` it will have, if any); ``types`` and
@@ -321,9 +321,10 @@ def bind(node, opset: int, types: list, values: list, attrs: dict | None = None,
     DslError names the op, the node and what was wrong. ``body``: a primitive of a composite's
     body (dsl/passes/expand.py), whose element type the composite already checked at the model's
     opset: its data type variable takes any element type (a Pad of float8 moves float8 through
-    the body's Slice / Concat / Where, which opset 18 lists without float8)."""
+    the body's Slice / Concat / Where, which opset 18 lists without float8). ``domain``: that of
+    an op given by name."""
     if isinstance(node, str):
-        op_type, domain = node, ""
+        op_type = node
     else:
         op_type, name, domain, attrs = node.op_type, node.name, node.domain, node.attrs
     opdef = get(op_type, name, domain)

@@ -156,6 +156,19 @@ def test_matmul_nbits_matches_the_contrib_spec(bits, block, zp_kind, rows, engin
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+def test_matmul_nbits_runs_blockwise_under_dask_along_the_rows_of_a():
+    da = pytest.importorskip("dask.array")
+    import dask
+    import dsl.dask  # noqa: F401  (a com.microsoft node replayed per chunk keeps its domain)
+    k, n = 200, 48
+    a, b, scales, zp, _, bias = _nbits_case(4, 32, k, n, "packed", True, (6,))
+    program = dsl.from_onnx(_nbits_model(a, b, scales, zp, None, bias, k, n, 4, 32))
+    with dask.config.set(scheduler="synchronous"):
+        lazy = dsl.dask.apply(program, da.from_array(a, chunks=(2, -1)))
+        assert lazy.chunks == ((2, 2, 2), (n,))
+        np.testing.assert_array_equal(lazy.compute(), program.run({"A": a})[0])
+
+
 @pytest.mark.parametrize("engine", ["jit", "numpy"])
 @pytest.mark.parametrize("as_inputs", [(), ("B", "scales", "zero_points")])
 def test_matmul_nbits_g_idx_bias_and_run_time_weights(engine, as_inputs):
