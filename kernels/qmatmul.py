@@ -308,17 +308,31 @@ def pack_lanes(codes: np.ndarray, bits: int, block: int) -> np.ndarray:
     return out
 
 
-def _x_layout(x: np.ndarray, weight: Weight) -> tuple[np.ndarray, np.ndarray]:
-    """x [M, K] -> (x split by phase in the weight's layout, block sums [M, nb])."""
+@numba.njit(cache=True, nogil=True)
+def _lanes_split(x, k, out):
+    """out[m, p, t, j] = x[m, (j G + t) per + p], 0 past K: x in the lanes layout's order."""
+    per, g, nb = out.shape[1], out.shape[2], out.shape[3]
+    for m in range(x.shape[0]):
+        for p in range(per):
+            for t in range(g):
+                for j in range(nb):
+                    i = (j * g + t) * per + p
+                    out[m, p, t, j] = x[m, i] if i < k else np.float32(0.0)
+
+
+def _x_layout(x: np.ndarray, weight: Weight, sums: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    """x [M, K] -> (x split by phase in the weight's layout, block sums [M, nb] unless not
+    ``sums``)."""
     per = 8 // weight.kind.bits
     m = x.shape[0]
     nb = weight.scale.shape[1]
     if weight.lanes:
         g = weight.codes.shape[1]
-        padded = np.zeros((m, nb * g * per), np.float32)
-        padded[:, :weight.k] = x
-        split = padded.reshape(m, nb, g, per).transpose(0, 3, 2, 1)            # [M, per, G, nb]
-        sums = padded.reshape(m, nb, g * per).sum(axis=2, dtype=np.float32)
+        split = np.empty((m, per, g, nb), np.float32)                          # [M, per, G, nb]
+        _lanes_split(np.ascontiguousarray(x, np.float32), weight.k, split)
+        if not sums:
+            return split, None
+        return split, split.sum(axis=(1, 2), dtype=np.float32)
     else:
         row_bytes = weight.codes.shape[1]
         padded = np.zeros((m, row_bytes * per), np.float32)
@@ -370,7 +384,7 @@ def kernel_order(weight: Weight) -> np.ndarray:
 def in_kernel_order(x: np.ndarray, weight: Weight) -> np.ndarray:
     """x [M, K] float32 with its columns in the kernels' order of K (zeros at padding):
     ``in_kernel_order(x) @ decode(...).T == x @ W^T``."""
-    split, _ = _x_layout(x, weight)
+    split, _ = _x_layout(x, weight, sums=False)
     return split.reshape(x.shape[0], -1)
 
 
