@@ -118,6 +118,21 @@ layer_step_kn = dsl.jit(lambda *args: decoder_layer(*args, linear=linear_kn), op
 
 
 @dsl.jit(opset=23)
+def decode_step(token, mask, cos, sin, write, k0, v0, k1, v1, embed, final_norm, wh, sh, *weights):
+    """One whole decode step as one program (exported to ONNX below): the token's embedding,
+    both layers (QDQ W [K, N]), each cache written at the token's slot (``write`` [1, C, 1]),
+    the LM head and the greedy next token. Returns (next token [1, 1], the four new caches)."""
+    x = dsl.gather(embed, token, 0)                                      # [1, HIDDEN]
+    caches = []
+    for layer, (k_cache, v_cache) in enumerate(((k0, v0), (k1, v1))):
+        x, k, v = decoder_layer(x, k_cache, v_cache, mask, cos, sin, *weights[16 * layer:16 * layer + 16],
+                                linear=linear_kn)
+        caches += [dsl.where(write, k, k_cache), dsl.where(write, v, v_cache)]
+    logits = linear_kn(rms_norm(x, final_norm), wh, sh)
+    return (dsl.argmax(logits, -1), *caches)
+
+
+@dsl.jit(opset=23)
 def head(x, norm, w, s):
     """Logits of the last token: x [1, HIDDEN] -> [1, VOCAB]."""
     return linear(rms_norm(x, norm), w, s)
@@ -217,6 +232,81 @@ def _progress(total):
         return Quiet()
 
 
+def onnx_decoder(model, prompt, tokens, expected):
+    """The whole decoder as one ONNX model: ``decode_step`` exported by dsl (``to_onnx``), every
+    weight an initializer (int4 W [K, N] in QDQ form, which onnxruntime fuses into MatMulNBits),
+    the token, mask, rotary tables, write slot and caches its inputs. The prompt's caches come
+    from dsl's JIT prefill; then onnxruntime and ``dsl.from_onnx`` each decode ``tokens - 1``
+    tokens greedily through the model. dsl must give ``expected`` (the JIT's tokens);
+    onnxruntime's kernels sum in another order, so a near tie between two logits may flip a
+    token and the rest then follows another path. Returns ({engine: decode tokens/s}, how many
+    of the tokens onnxruntime gave as expected before the first that differs), or None without
+    onnx / onnxruntime."""
+    try:
+        import onnxruntime as ort
+        from dsl.onnx_io import tensor_to_proto
+    except ImportError:
+        return None
+    layers, embed, final_norm, lm_head = model
+    cache_len = len(prompt) + tokens
+    first, caches = prefill(model, prompt, cache_len)
+    kn = lambda pair: [np.ascontiguousarray(a.T) for a in pair[:2]]  # noqa: E731  (W [K, N], scale [K / 32, N])
+    constants = [embed, final_norm, *kn(lm_head)]
+    for layer in layers:
+        constants += [layer["attn_norm"], layer["mlp_norm"]] + [a for name in ("q", "k", "v", "o", "gate", "up", "down")
+                                                                for a in kn(layer[name])]
+    dynamic = _step_inputs(first, len(prompt), cache_len, caches)
+    exported = decode_step.to_onnx(*dynamic, *constants)
+    graph = exported.graph
+    inputs = list(graph.input)
+    graph.initializer.extend(tensor_to_proto(value.name, array) for value, array in zip(inputs[9:], constants))
+    del graph.input[:]
+    graph.input.extend(inputs[:9])
+    names = [value.name for value in inputs[:9]]
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(exported.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    program = dsl.from_onnx(exported)
+    results, agreed = {}, {}
+    for name, run in (("onnxruntime", lambda feeds: session.run(None, feeds)), ("dsl", program.run)):
+        run(dict(zip(names, dynamic)))  # (warm-up: dsl compiles its kernels on the first call)
+        token, state, ids = first, [c.copy() for c in caches], [first]
+        begin = time.perf_counter()
+        for position in range(len(prompt), len(prompt) + tokens - 1):
+            feeds = dict(zip(names, _step_inputs(token, position, cache_len, state)))
+            next_token, *state = run(feeds)
+            token = int(next_token.reshape(-1)[0])
+            ids.append(token)
+        results[name] = (tokens - 1) / (time.perf_counter() - begin)
+        agreed[name] = next((i for i, (a, b) in enumerate(zip(ids, expected)) if a != b), len(expected))
+    assert agreed["dsl"] == len(expected), ("dsl.from_onnx", agreed)  # (dsl's kernels, the same tokens)
+    return results, agreed["onnxruntime"]
+
+
+def _step_inputs(token, position, cache_len, caches):
+    """decode_step's run-time inputs for ``token`` at ``position``."""
+    cos, sin = rope_tables(np.arange(position, position + 1))
+    write = (np.arange(cache_len) == position).reshape(1, cache_len, 1)
+    return (np.array([token], np.int64), attention_mask(position, 1, cache_len), cos, sin, write, *caches)
+
+
+def prefill(model, prompt, cache_len):
+    """The prompt through dsl's JIT layers: (the first generated token, the four caches)."""
+    layers, embed, final_norm, lm_head = model
+    caches = [np.zeros((KV_HEADS, cache_len, HEAD), np.float32) for _ in range(2 * len(layers))]
+    t = len(prompt)
+    cos, sin = rope_tables(np.arange(t))
+    x = embed[np.asarray(prompt)]
+    for i, layer in enumerate(layers):
+        weights = [a for name in ("q", "k", "v", "o", "gate", "up", "down")
+                   for a in (dsl.Tensor.from_numpy(layer[name][0]), layer[name][1])]
+        x, k, v = layer_step(x, caches[2 * i], caches[2 * i + 1], attention_mask(0, t, cache_len), cos, sin,
+                             layer["attn_norm"], layer["mlp_norm"], *weights)
+        caches[2 * i][:, :t], caches[2 * i + 1][:, :t] = k, v
+    logits = head(x[-1:], final_norm, dsl.Tensor.from_numpy(lm_head[0]), lm_head[1])
+    return int(np.argmax(logits[0])), caches
+
+
 def onnx_tokens_per_second(model, prompt, tokens):
     """A decode step of one layer in the QDQ form (W [K, N]), exported by dsl (``to_onnx``) with
     the layer's weights and norms made initializers, run by onnxruntime and by ``dsl.from_onnx``:
@@ -273,6 +363,13 @@ def main():
     if timing:
         print("decode, the layers' steps as one exported ONNX model (weights initializers), tokens/s: " +
               ", ".join(f"{k} {v:.1f}" for k, v in timing.items()))
+    whole = onnx_decoder(model, prompt, args.tokens, results["jit"])
+    if whole:
+        speed, agreed = whole
+        print("decode, the whole decoder as one exported ONNX model (embedding, layers, caches, LM head, argmax), "
+              "tokens/s: " + ", ".join(f"{k} {v:.1f}" for k, v in speed.items()) +
+              f" (dsl {speed['dsl'] / speed['onnxruntime']:.2f}x onnxruntime); dsl.from_onnx gave the JIT's "
+              f"{args.tokens} tokens, onnxruntime the first {agreed}")
 
 
 if __name__ == "__main__":

@@ -335,14 +335,14 @@ def _x_layout(x: np.ndarray, weight: Weight, sums: bool = True) -> tuple[np.ndar
         return split, split.sum(axis=(1, 2), dtype=np.float32)
     else:
         row_bytes = weight.codes.shape[1]
-        padded = np.zeros((m, row_bytes * per), np.float32)
-        padded[:, :weight.k] = x
-        split = padded.reshape(m, row_bytes, per).transpose(0, 2, 1)           # [M, per, row_bytes]
         block_codes = weight.block_bytes * per
-        sums = np.zeros((m, nb), np.float32)
-        for j in range(nb):
-            sums[:, j] = padded[:, j * block_codes:(j + 1) * block_codes].sum(axis=1, dtype=np.float32)
-    return np.ascontiguousarray(split), sums
+        padded = np.zeros((m, max(row_bytes * per, nb * block_codes)), np.float32)
+        padded[:, :weight.k] = x
+        split = padded[:, :row_bytes * per].reshape(m, row_bytes, per).transpose(0, 2, 1)  # [M, per, row_bytes]
+        if not sums:
+            return np.ascontiguousarray(split), None
+        block_sums = padded[:, :nb * block_codes].reshape(m, nb, block_codes).sum(axis=2, dtype=np.float32)
+    return np.ascontiguousarray(split), block_sums
 
 
 def _shift(weight: Weight) -> int:

@@ -26,8 +26,11 @@ def test_example_runs_and_its_checks_pass(name):
 
 def test_tiny_llm_decoder_agrees_token_for_token():
     """The int4 decoder's three implementations (dsl's JIT, dsl's numpy engine, plain numpy)
-    generate the same tokens (the example asserts it; a short run here)."""
+    generate the same tokens, and so does its whole decode step exported to ONNX and run by
+    dsl.from_onnx (the example asserts it; a short run here)."""
     done = subprocess.run([sys.executable, str(EXAMPLES / "tiny_llm_decoder.py"), "--tokens", "6"],
                           capture_output=True, text=True, timeout=600, cwd=EXAMPLES.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "6 tokens, identical from dsl's JIT, dsl's numpy engine and plain numpy" in done.stdout
+    # the whole decoder exported as one ONNX model: dsl.from_onnx decodes the JIT's tokens (asserted there)
+    assert "dsl.from_onnx gave the JIT's 6 tokens" in done.stdout, done.stdout[-2000:]
