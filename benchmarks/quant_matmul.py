@@ -8,8 +8,8 @@ Rows:
 - int8 per output channel (MatMulNBits bits=8 with one block a row for onnxruntime, the same
   bytes; dsl also runs the QDQ form DequantizeLinear -> Transpose -> MatMul);
 - float8e4m3fn per output channel (QDQ: onnxruntime dequantizes, then MatMul);
-- a chain of 8 int4 layers of 4096 x 4096 (64 MiB of codes, twice the L3): every run streams
-  the weights from memory, as a model's layers do;
+- int4 layers of 4096 x 4096 whose codes are twice the L3 the OS reports (at least 8 layers),
+  each reading the same A: every run streams the weights from memory, as a model's layers do;
 - prefill (M = 128) against float32 BLAS on the weight dequantized beforehand;
 - an embedding lookup through com.microsoft GatherBlockQuantized (int4 table).
 numpy (unpack + dequantize + matmul) runs after the interleaved dsl / onnxruntime rounds:
@@ -55,18 +55,31 @@ def _onnx():
     return onnx, TensorProto, helper, numpy_helper
 
 
-def nbits_model(weights: list, m: int, k: int, n: int, bits: int, block: int):
-    """A chain of MatMulNBits nodes (each weight (B, scales) an initializer): A [m, k] -> Y."""
+def l3_bytes() -> int:
+    """The L3 size the OS reports (32 MiB if it reports none)."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index3/size") as f:
+            text = f.read().strip()
+        return int(text[:-1]) << {"K": 10, "M": 20}[text[-1]] if text[-1] in "KM" else int(text)
+    except (OSError, ValueError, KeyError):
+        return 32 << 20
+
+
+def nbits_model(weights: list, m: int, k: int, n: int, bits: int, block: int, chain: bool = True):
+    """MatMulNBits nodes (each weight (B, scales) an initializer): a chain A [m, k] -> Y, or
+    (``chain`` False, k = n) every node reading A, outputs Y0, Y1, ... (as a model's layers read
+    their weights in turn, with activations that neither grow nor vanish)."""
     onnx, TensorProto, helper, numpy_helper = _onnx()
-    nodes, inits, prev = [], [], "A"
+    nodes, inits, prev, outs = [], [], "A", []
     for i, (b, scales) in enumerate(weights):
         inits += [numpy_helper.from_array(b, f"B{i}"), numpy_helper.from_array(scales, f"S{i}")]
-        out = "Y" if i == len(weights) - 1 else f"h{i}"
-        nodes.append(helper.make_node("MatMulNBits", ["A" if i == 0 else prev, f"B{i}", f"S{i}"], [out],
+        out = f"Y{i}" if not chain else "Y" if i == len(weights) - 1 else f"h{i}"
+        nodes.append(helper.make_node("MatMulNBits", ["A" if i == 0 or not chain else prev, f"B{i}", f"S{i}"], [out],
                                       domain="com.microsoft", K=k, N=n, bits=bits, block_size=block))
         prev = out
+        outs += [out] if not chain or i == len(weights) - 1 else []
     graph = helper.make_graph(nodes, "nbits", [helper.make_tensor_value_info("A", TensorProto.FLOAT, [m, k])],
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [m, n])], inits)
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, [m, n]) for o in outs], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)])
 
 
@@ -166,16 +179,18 @@ def main() -> None:
             lambda: a @ (codes.astype(np.float32) * scale[:, None]).T, codes.nbytes,
             read_bandwidth_case([codes.view(np.uint8)]), args.repeat)
 
-    if not args.quick:   # 8 layers of int4 4096 x 4096: 64 MiB of codes, beyond the 32 MiB L3
+    if not args.quick:   # layers of int4 4096 x 4096 whose codes are twice the L3: streamed from memory
         k = n = 4096
-        weights = [nbits_weights(rng, k, n, 4, BLOCK) for _ in range(8)]
-        model = nbits_model(weights, 1, k, n, 4, BLOCK)
+        count = max(8, -(-2 * l3_bytes() // (k * n // 2)))
+        weights = [nbits_weights(rng, k, n, 4, BLOCK) for _ in range(count)]
+        model = nbits_model(weights, 1, k, n, 4, BLOCK, chain=False)
         program, session = dsl.from_onnx(model), ort_session(model)
-        a = rng.standard_normal((1, k), dtype=np.float32) / 64
-        run(rows, "int4 block 32, 8 layers (64 MiB)", 1, k, n, {"dsl": lambda: program.run({"A": a}),
-                                                                "onnxruntime": lambda: session.run(None, {"A": a})},
-            lambda: numpy_nbits(a, weights, k, n, 4, BLOCK), sum(w[0].nbytes for w in weights),
-            read_bandwidth_case([w[0] for w in weights]), args.repeat)
+        a = rng.standard_normal((1, k), dtype=np.float32)
+        mib = sum(w[0].nbytes for w in weights) >> 20
+        run(rows, f"int4 block 32, {count} layers ({mib} MiB)", 1, k, n,
+            {"dsl": lambda: program.run({"A": a}), "onnxruntime": lambda: session.run(None, {"A": a})},
+            lambda: [numpy_nbits(a, [w], k, n, 4, BLOCK) for w in weights], sum(w[0].nbytes for w in weights),
+            read_bandwidth_case([w[0] for w in weights]), max(5, args.repeat // 3))
 
     print()
     print(table(rows, ("weights", "MxKxN", "dsl ms", "onnxruntime ms", "dsl vs onnxruntime", "numpy ms",

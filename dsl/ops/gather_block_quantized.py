@@ -112,7 +112,8 @@ def _check_scales(call: Call, plan: GatherPlan, logical: list, scales, zp) -> No
         return
     packed = [(-(-d // plan.per) if axis == plan.quantize and isinstance(d, int) else d)
               for axis, d in enumerate(scales.shape)]
-    if list(zp.shape) != packed:
+    if len(zp.shape) != len(packed) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                           for a, b in zip(zp.shape, packed)):
         call.fail(f"zero_points shape {list(zp.shape)}; expected {packed} (the scales' shape"
                   f"{f', {plan.per} a byte along the quantize axis' if plan.per > 1 else ''})")
 
@@ -172,7 +173,7 @@ def _reference(call: Call, xs: list) -> list:
     rows = np.where(valid, np.where(flat < 0, flat + size, flat), 0)
     codes = _values(np.take(data, rows, axis=plan.gather), plan)          # (gathered first: output-sized)
     dim = codes.shape[plan.quantize]
-    block = plan.block or max(dim, 1)
+    block = plan.block or max(logical[plan.quantize], 1)  # (block_size 0: the table's whole axis)
 
     def gathered(params: np.ndarray, widen) -> np.ndarray:
         """The parameters of the gathered slices (taken first, then widened to float32): per code
@@ -195,7 +196,8 @@ def _reference(call: Call, xs: list) -> list:
         out = weights * s
     if plan.gather != plan.quantize:
         q = plan.quantize
-        out = out.reshape(out.shape[:q] + (-1,) + out.shape[q + 2:])[(slice(None),) * q + (slice(0, dim),)]
+        out = out.reshape(out.shape[:q] + (out.shape[q] * out.shape[q + 1],) + out.shape[q + 2:])
+        out = out[(slice(None),) * q + (slice(0, dim),)]
     if not valid.all():
         shape = [1] * out.ndim
         shape[plan.gather] = flat.size

@@ -213,3 +213,28 @@ def test_dask_splits_the_indices_and_reads_the_table_whole():
         lazy = dsl.dask.apply(program, da.from_array(ids, chunks=(2, 3)))
         assert lazy.chunks[:2] == ((2, 2), (3, 3))
         np.testing.assert_array_equal(lazy.compute(), program.run({"indices": ids})[0])
+
+
+@pytest.mark.parametrize("engine", ["jit", "numpy"])
+def test_float_codes_gathered_along_their_one_block_axis(engine):
+    """block_size 0 spans the table's quantize axis, not the gathered one (that is the
+    indices' count when the two axes are one)."""
+    data = (RNG.standard_normal((64, 4)) * 2).astype(ml_dtypes.float8_e4m3fn)
+    scales = np.full((1, 4), 0.5, np.float32)
+    indices = np.array([63, 0, -1], np.int64)
+    want = _spec(data.astype(np.float32), indices, scales, None, 0, 0, 0, np.float32)
+    program = dsl.from_onnx(_model(data, indices, scales, None, {"block_size": 0, "gather_axis": 0,
+                                                                 "quantize_axis": 0}, TensorProto.FLOAT))
+    np.testing.assert_array_equal(program.run({"indices": indices}, engine=engine)[0], want)
+
+
+@pytest.mark.parametrize("engine", ["jit", "numpy"])
+@pytest.mark.parametrize("shape, scale_shape, g, q, ids", [((6, 64), (6, 4), 0, 1, np.zeros((0, 3), np.int64)),
+                                                           ((6, 64), (6, 4), 0, 1, np.zeros(0, np.int64)),
+                                                           ((3, 0, 32), (3, 0, 2), 0, 2, np.array([0, 1]))])
+def test_empty_outputs(shape, scale_shape, g, q, ids, engine):
+    data = np.zeros(shape, ml_dtypes.int4)
+    program = dsl.from_onnx(_model(data, ids, np.ones(scale_shape, np.float32), None,
+                                   {"block_size": 16, "gather_axis": g, "quantize_axis": q}, TensorProto.FLOAT))
+    got = program.run({"indices": ids}, engine=engine)[0]
+    assert got.shape == shape[:g] + ids.shape + shape[g + 1:] and got.dtype == np.float32
