@@ -43,7 +43,13 @@ from functools import cached_property, lru_cache
 import numba
 import numpy as np
 
+from . import bits as bits_
+
 ROWS_MAX = 16   # rows of x up to which ``gemv`` beats dequantized tiles through BLAS
+# Rows of W ahead whose codes a one-row GEMV hints to the caches. int4 4096 x 4096 layers, 960 MiB
+# of codes (twice the L3), against onnxruntime: 124.7 ms without, 107.3 ms with 4 rows ahead
+# (0.92x -> 1.10x); 8 and 16 rows measured the same as 4
+PREFETCH_ROWS = 4
 _FAST = {"reassoc", "contract"}
 _U = np.uint64
 
@@ -217,6 +223,8 @@ def _lanes_rows(r0, r1, args, decode, bits, per, mask, use_table):
     acc = np.empty(nb, np.float32)
     weights = np.empty((per, g, nb), np.float32)
     block = np.empty((4, per, g, nb), np.float32)
+    flat = codes.reshape(codes.size)
+    row_bytes = _U(g * nb)
     r = r0
     if not decode and rows > 1:  # (4 rows of W decoded, then a 4 x 4 block of dots a pass)
         while r + 4 <= r1:
@@ -230,6 +238,9 @@ def _lanes_rows(r0, r1, args, decode, bits, per, mask, use_table):
             _lanes_weights(codes[r], scale[r], zero[r], offset, flip, table, out[r - n0].reshape((per, g, nb)),
                            bits, per, mask, use_table)
         elif rows == 1:
+            ahead = _U(r + PREFETCH_ROWS) * row_bytes
+            for line in range(0, row_bytes, 64):  # (the codes stream: a row hinted a few rows ahead)
+                bits_.prefetch(flat, ahead + _U(line))
             acc[:] = 0.0
             _lanes_dot(codes[r], xt[0], acc, flip, table, bits, per, mask, use_table)
             total = np.float32(0.0)
