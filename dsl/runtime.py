@@ -86,12 +86,13 @@ def set_threads(count: int) -> None:
 _LOCAL = threading.local()
 
 
-def split_threads(size: int, threshold: int = PARALLEL_THRESHOLD) -> int:
+def split_threads(size: int, threshold: int | None = None) -> int:
     """The threads a kernel over ``size`` elements splits over from this thread: one below
-    ``threshold`` (a compute-bound kernel passes a lower one), inside single_threaded(), or
-    where numba's thread team cannot be used (dsl/codegen/threads.py), else the set_threads /
-    DSL_THREADS / core count."""
-    if size < threshold or _THREADS < 2 or getattr(_LOCAL, "serial", False) or not threads.usable():
+    ``threshold`` (default PARALLEL_THRESHOLD, read at the call; a compute-bound kernel passes a
+    lower one), inside single_threaded(), or where numba's thread team cannot be used
+    (dsl/codegen/threads.py), else the set_threads / DSL_THREADS / core count."""
+    if size < (PARALLEL_THRESHOLD if threshold is None else threshold) or _THREADS < 2 or \
+            getattr(_LOCAL, "serial", False) or not threads.usable():
         return 1
     return _THREADS
 
