@@ -17,6 +17,7 @@ from .runtime import KernelRunner, run_node
 from .kir.scan_schedule import KINDS as SCAN_KINDS
 from .ops.control_flow import Body
 from .ops.lowering import QuantizedMatMul
+from .ops.registry import INTERNAL
 from .runtime_qmatmul import QuantMatMulRunner
 from .runtime_reduce import ReduceRunner, StagedRunner
 from .runtime_scan import ScanRunner
@@ -41,7 +42,7 @@ class Executable:
     """A graph with concrete shapes, planned into steps, ready to run."""
 
     def __init__(self, graph: Graph, calls: dict, constants: dict, math: str = "fast"):
-        graph, calls, constants = expand(graph, calls, constants)  # composites -> their primitive ops
+        graph, calls, constants = expand(graph, calls, constants, math)  # composites -> their primitive ops
         graph, calls = replace(graph, calls, constants)  # OpDef rewrites: matmuls of quantized weights
         self.graph = graph
         self.math = math
@@ -72,7 +73,8 @@ class Executable:
             if isinstance(step, NodeStep):  # (body: If / Loop / Scan, its bodies programs of their own)
                 kind = "view" if step.opdef.view is not None else \
                     "body" if any(isinstance(v, Body) for v in step.node.attrs.values()) else \
-                    self.runners[index].kind if isinstance(self.runners[index], QuantMatMulRunner) else "numpy"
+                    self.runners[index].kind if isinstance(self.runners[index], QuantMatMulRunner) else \
+                    "kernel" if step.opdef.domain == INTERNAL else "numpy"  # (an internal op: a kernels/ loop)
                 lines.append(f"step {index}: {kind:5s} {step.node.op_type} -> "
                              f"{', '.join('%' + v.name for v in step.node.outputs)}")
                 continue

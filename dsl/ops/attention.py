@@ -38,7 +38,8 @@ from ..ir import TensorType
 from . import chunks
 from .expansion import expanded_reference
 from .math import BF16, F
-from .registry import Attr, Call, Input, OpDef, Schema, register
+from .few_rows_attention import MAX_ROWS
+from .registry import INTERNAL, Attr, Call, Input, OpDef, Schema, register
 
 _FLOATS = dtypes.types(*F, *BF16)
 _MASK = dtypes.types(*F, *BF16, "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -251,6 +252,23 @@ def _grouped_matmul(b, left, right, plan, rows: int, cols: int):
     return _reshape(b, product, (plan.batch, plan.q_heads, rows, cols))
 
 
+def _static_allowed(call: Call, plan) -> np.ndarray:
+    """[q_seq, total] bool: which keys the causal and window attributes let each query attend,
+    with the past length as the query offset (no nonpad_kv_seqlen)."""
+    causal = bool(call.attrs["is_causal"])
+    left, right = call.attrs.get("left_window_size", -1), call.attrs.get("right_window_size", -1)
+    rows = np.arange(plan.q_seq, dtype=np.int64).reshape(plan.q_seq, 1)
+    diff = rows + plan.past_seq - np.arange(plan.total, dtype=np.int64).reshape(1, plan.total)  # query - key
+    allowed = np.ones(diff.shape, bool)
+    if causal:
+        allowed &= diff >= 0
+    if left >= 0:
+        allowed &= diff <= left
+    if right >= 0:
+        allowed &= -diff <= right
+    return allowed
+
+
 def _structural(call: Call, b, plan, nonpad):
     """The causal / window / padding constraints as a bool "allowed" tensor, or None."""
     causal = bool(call.attrs["is_causal"])
@@ -258,17 +276,8 @@ def _structural(call: Call, b, plan, nonpad):
     if not causal and left < 0 and right < 0 and nonpad is None:
         return None
     rows = np.arange(plan.q_seq, dtype=np.int64).reshape(plan.q_seq, 1)
-    cols = np.arange(plan.total, dtype=np.int64).reshape(1, plan.total)
     if nonpad is None:  # a static offset: one constant
-        diff = rows + plan.past_seq - cols  # query position - key position
-        allowed = np.ones(diff.shape, bool)
-        if causal:
-            allowed &= diff >= 0
-        if left >= 0:
-            allowed &= diff <= left
-        if right >= 0:
-            allowed &= -diff <= right
-        return b.const(allowed)
+        return b.const(_static_allowed(call, plan))
     per_batch = _reshape(b, nonpad, (plan.batch, 1, 1, 1))
     key = _index(b, plan.total, (1, 1, 1, plan.total))
     allowed = b.op("Less", key, per_batch)  # padding: key j < nonpad_kv_seqlen[b]
@@ -359,6 +368,52 @@ def _body(call: Call, b, xs: list) -> list:
     return [y, present_key, present_value, qk][:plan.outputs]
 
 
+def _fused(call: Call, b, xs: list) -> list | None:
+    """The JIT's body for a decode step: one FewRowsAttention kernel (dsl/ops/few_rows_attention.py)
+    where Q has at most MAX_ROWS rows per KV head against float32 K / V, with no mask input,
+    softcap, widened softmax or QK output that is read, and the causal / window attributes (if
+    any) letting every query attend every key; else None (the composite body)."""
+    plan = call.plan
+    f32 = dtypes.dtype("float")
+    read = getattr(b, "read", None) or [True] * plan.outputs
+    if call.types[0].dtype != f32 or call.types[2].dtype != f32 or (plan.outputs > 3 and read[3]) \
+            or any(i < len(xs) and xs[i] is not None for i in (3, 6)) or call.attrs["softcap"] > 0 \
+            or call.attrs["softmax_precision"] not in (None, f32.onnx_code) \
+            or not (plan.batch and plan.q_seq and plan.total) \
+            or plan.group * plan.q_seq > MAX_ROWS or plan.q_seq * plan.q_heads > plan.total * plan.kv_heads \
+            or not _static_allowed(call, plan).all():
+        return None
+    q, k, v = xs[:3]
+    past_key, past_value = (xs[i] if i < len(xs) else None for i in (4, 5))
+    time_major = plan.rank3 and past_key is None
+    if plan.rank3:
+        q = _split_heads(b, q, plan, plan.q_seq, plan.q_heads, plan.head)
+        if time_major:  # K, V read in their (batch, sequence, heads, size) order
+            k_in = _reshape(b, k, (plan.batch, plan.kv_seq, plan.kv_heads, plan.head))
+            v_in = _reshape(b, v, (plan.batch, plan.kv_seq, plan.kv_heads, plan.v_head))
+            k = b.op("Transpose", k_in, perm=[0, 2, 1, 3])
+            v = b.op("Transpose", v_in, perm=[0, 2, 1, 3])
+        else:
+            k = _split_heads(b, k, plan, plan.kv_seq, plan.kv_heads, plan.head)
+            v = _split_heads(b, v, plan, plan.kv_seq, plan.kv_heads, plan.v_head)
+    if past_key is not None:
+        k = b.op("Concat", past_key, k, axis=2)
+        v = b.op("Concat", past_value, v, axis=2)
+    if not time_major:
+        k_in, v_in = k, v
+    y = b.op("FewRowsAttention", q, k_in, v_in, domain=INTERNAL, scale=float(plan.scale),
+             time_major=int(time_major), exact=int(getattr(b, "math", "fast") == "exact"))
+    if plan.rank3:
+        y = _reshape(b, b.op("Transpose", y, perm=[0, 2, 1, 3]), (plan.batch, plan.q_seq, plan.q_heads * plan.v_head))
+    return [y, k, v, None][:plan.outputs]  # (the scores output: nothing reads it)
+
+
+def _expand(call: Call, b, xs: list) -> list:
+    """The JIT's body: the decode-step kernel where it applies (_fused), else the composite."""
+    fused = _fused(call, b, xs)
+    return _body(call, b, xs) if fused is None else fused
+
+
 def _schema(version: int) -> Schema:
     inputs = (Input("Q"), Input("K"), Input("V", _FLOATS), Input("attn_mask", _MASK, optional=True),
               Input("past_key", optional=True), Input("past_value", _FLOATS, optional=True))
@@ -374,6 +429,6 @@ def _schema(version: int) -> Schema:
 
 register(OpDef(
     "Attention", tuple(_schema(v) for v in (23, 24, 25)),
-    _rule, reference=expanded_reference(_body), expand=_body, chunk=chunks.WHOLE,
+    _rule, reference=expanded_reference(_body), expand=_expand, chunk=chunks.WHOLE,
     doc="softmax(softcap(Q K^T * scale) + mask) V over heads (3-D or 4-D, grouped-query), with an "
         "optional KV cache (past_key / past_value, nonpad_kv_seqlen), causal and window masks."))

@@ -251,3 +251,84 @@ def test_errors_under_jit_and_version_23_has_no_nonpad():
         kernel(Q4, K4, V4)
     with pytest.raises(dsl.DslError, match=r"nonpad_kv_seqlen.*does not exist at opset version 23"):
         dsl.attention(Q4, K4, V4, nonpad_kv_seqlen=np.array([1, 1]), opset=23)
+
+
+DECODE = {  # name -> (Q, K, V shapes, past length, attributes): a few query rows per KV head
+    "4d mha": ((2, 4, 1, 16), (2, 4, 40, 16), (2, 4, 40, 8), 0, {}),
+    "4d gqa causal past": ((1, 8, 1, 16), (1, 2, 1, 16), (1, 2, 1, 16), 39, {"is_causal": 1}),
+    "3d gqa": ((2, 2, 8 * 8), (2, 50, 2 * 8), (2, 50, 2 * 4), 0, {"q_num_heads": 8, "kv_num_heads": 2}),
+    "3d past": ((1, 1, 4 * 8), (1, 1, 4 * 8), (1, 1, 4 * 8), 30, {"q_num_heads": 4, "kv_num_heads": 4}),
+    "4d scale, window": ((1, 2, 3, 8), (1, 2, 60, 8), (1, 2, 60, 8), 0, {"scale": 0.3, "left_window_size": 200}),
+}
+
+
+def _decode_inputs(name, rng):
+    qs, ks, vs, past, attrs = DECODE[name]
+    q, k, v = data(rng, np.float32, qs, ks, vs)
+    past_key = past_value = None
+    if past:
+        heads = attrs.get("kv_num_heads", ks[1])
+        past_key, past_value = data(rng, np.float32, (ks[0], heads, past, 8 if len(ks) == 3 else ks[-1]),
+                                    (ks[0], heads, past, 8 if len(ks) == 3 else vs[-1]))
+    return q, k, v, past_key, past_value, dict(attrs)
+
+
+@pytest.mark.parametrize("math", ["fast", "exact"])
+@pytest.mark.parametrize("name", list(DECODE))
+def test_decode_step_runs_as_one_kernel(name, math):
+    """A decode step (no mask input, every key attendable) runs as FewRowsAttention in the JIT and
+    matches the formula, with the present K / V outputs."""
+    rng = np.random.default_rng(len(name))
+    q, k, v, past_key, past_value, attrs = _decode_inputs(name, rng)
+    heads = (attrs.get("q_num_heads"), attrs.get("kv_num_heads"))
+    arrays = [a for a in (q, k, v, past_key, past_value) if a is not None]
+
+    @dsl.jit(opset=25, math=math)
+    def step(*given):
+        q, k, v, *past = given
+        return dsl.attention(q, k, v, None, *(past or [None, None]), return_present=True, **attrs)
+    got = step(*arrays)
+    assert "FewRowsAttention" in step.explain(*arrays)
+    want = formula(q, k, v, None, past_key, past_value, q_heads=heads[0], kv_heads=heads[1],
+                   is_causal=attrs.get("is_causal", 0), scale=attrs.get("scale"), left=attrs.get("left_window_size", -1))
+    check(got[0], want[0], np.float32)
+    eager = dsl.attention(q, k, v, None, past_key, past_value, return_present=True, **attrs)
+    for mine, theirs in zip(got, eager):
+        np.testing.assert_allclose(mine, np.asarray(theirs), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("change", ["mask", "softcap", "float16", "qk output", "causal without past",
+                                    "precision", "too many rows"])
+def test_other_attention_keeps_the_composite(change):
+    rng = np.random.default_rng(1)
+    q, k, v = data(rng, np.float32, (1, 2, 1, 8), (1, 2, 30, 8), (1, 2, 30, 8))
+    mask, attrs, qk = None, {}, False
+    if change == "mask":
+        mask = rng.standard_normal((1, 2, 1, 30)).astype(np.float32)
+    elif change == "softcap":
+        attrs["softcap"] = 5.0
+    elif change == "float16":
+        q, k, v = (a.astype(np.float16) for a in (q, k, v))
+    elif change == "qk output":
+        qk = True
+    elif change == "causal without past":
+        q = rng.standard_normal((1, 2, 2, 8)).astype(np.float32)
+        k, v = k[:, :, :2], v[:, :, :2]
+        attrs["is_causal"] = 1
+    elif change == "precision":
+        attrs["softmax_precision"] = 11
+    else:
+        q = rng.standard_normal((1, 2, 9, 8)).astype(np.float32)
+    arrays = [a for a in (q, k, v, mask) if a is not None]
+
+    @dsl.jit
+    def step(*given):
+        return dsl.attention(*given, return_qk_matmul=qk, **attrs)
+    got = step(*arrays)
+    assert "FewRowsAttention" not in step.explain(*arrays)
+    want = formula(*[a.astype(np.float32) for a in (q, k, v)], mask, is_causal=attrs.get("is_causal", 0),
+                   softcap=attrs.get("softcap", 0.0))
+    if qk:
+        got, scores = got
+        check(scores, want[1], np.float32)
+    check(got, want[0], q.dtype.type)
