@@ -220,13 +220,14 @@ def _lanes_rows(r0, r1, args, decode, bits, per, mask, use_table):
     xt, sums, codes, scale, zero, offset, flip, table, n0, out = args
     g, nb = codes.shape[1], codes.shape[2]
     rows = xt.shape[0]
+    blocked = not decode and rows > 1  # (several rows of x: W's rows decoded into these buffers)
     acc = np.empty(nb, np.float32)
-    weights = np.empty((per, g, nb), np.float32)
-    block = np.empty((4, per, g, nb), np.float32)
+    weights = np.empty((per if blocked else 0, g, nb), np.float32)
+    block = np.empty((4 if blocked else 0, per, g, nb), np.float32)
     flat = codes.reshape(codes.size)
     row_bytes = _U(g * nb)
     r = r0
-    if not decode and rows > 1:  # (4 rows of W decoded, then a 4 x 4 block of dots a pass)
+    if blocked:  # (4 rows of W decoded, then a 4 x 4 block of dots a pass)
         while r + 4 <= r1:
             for j in range(4):
                 _lanes_weights(codes[r + j], scale[r + j], zero[r + j], offset, flip, table, block[j], bits, per, mask,
@@ -258,10 +259,11 @@ def _plain_rows(r0, r1, args, decode, bits, per, mask, use_table):
     xp, sums, codes, scale, zero, offset, shift, flip, table, n0, out = args
     rows = xp.shape[0]
     nb = scale.shape[1]
-    weights = np.empty((per, codes.shape[1]), np.float32)
-    block = np.empty((4, per, codes.shape[1]), np.float32)
+    blocked = not decode and rows > 1
+    weights = np.empty((per if blocked else 0, codes.shape[1]), np.float32)
+    block = np.empty((4 if blocked else 0, per, codes.shape[1]), np.float32)
     r = r0
-    if not decode and rows > 1:  # (as _lanes_rows: 4 rows of W a pass)
+    if blocked:  # (as _lanes_rows: 4 rows of W a pass)
         while r + 4 <= r1:
             for j in range(4):
                 _plain_weights(codes[r + j], scale[r + j], zero[r + j], offset, shift, flip, table, block[j], bits, per,

@@ -31,6 +31,7 @@ from ..convert import convert, to_wide
 from ..errors import DTypeError, InputError
 from ..ir import TensorType
 from . import chunks
+from .quant_matmul import unpack_last
 from .registry import Attr, Call, Input, OpDef, Schema, register
 
 _types = dtypes.types
@@ -118,33 +119,22 @@ def _check_scales(call: Call, plan: GatherPlan, logical: list, scales, zp) -> No
                   f"{f', {plan.per} a byte along the quantize axis' if plan.per > 1 else ''})")
 
 
-def _unpack_last(raw: np.ndarray, per: int) -> np.ndarray:
-    """uint8 bytes -> their codes (low bits first) along the last axis, ``per`` a byte."""
-    if per == 1:
-        return raw.astype(np.int32)
-    bits = 8 // per
-    codes = np.stack([(raw >> (p * bits)) & ((1 << bits) - 1) for p in range(per)], axis=-1)
-    return codes.reshape(raw.shape[:-1] + (raw.shape[-1] * per,)).astype(np.int32)
-
-
 def _values(array: np.ndarray, plan: GatherPlan, count: int | None = None) -> np.ndarray:
     """Codes as float32 (exact: integers below 2^8; uint8 unpacked along the last axis and cut
     to ``count``; float codes decoded)."""
     dt = dtypes.of_array(array)
     if dt.onnx_name == "uint8" and not plan.floating:
-        codes = _unpack_last(array, plan.per)
+        codes = array if plan.per == 1 else unpack_last(array, 8 // plan.per)
         return (codes if count is None else codes[..., :count]).astype(np.float32)
     if dt.packed:  # (int4 / uint4: ml_dtypes casts them to float32 in one pass)
         return array.astype(np.float32)
     return to_wide(array, dt).astype(np.float32, copy=False)
 
 
-def _per_code(params: np.ndarray, plan: GatherPlan, block: int, dim: int) -> np.ndarray:
+def _per_code(params: np.ndarray, plan: GatherPlan) -> np.ndarray:
     """Parameters a block along the quantize axis -> broadcastable against the codes split as
     [..., blocks, block, ...] there (see _split): one more axis, of size 1, after it."""
-    if params.shape[plan.quantize] == 1:  # (one block spans the axis, or a broadcast scale)
-        return np.expand_dims(params, plan.quantize + 1)
-    return np.expand_dims(params[(slice(None),) * plan.quantize + (slice(0, -(-dim // block)),)], plan.quantize + 1)
+    return np.expand_dims(params, plan.quantize + 1)  # (the rule checked: ceil(dim / block) blocks there, or 1)
 
 
 def _split(codes: np.ndarray, plan: GatherPlan, block: int) -> np.ndarray:
@@ -181,7 +171,7 @@ def _reference(call: Call, xs: list) -> list:
         if plan.gather == plan.quantize:
             return widen(np.take(params, rows // block, axis=plan.gather))
         picked = params if params.shape[plan.gather] == 1 else np.take(params, rows, axis=plan.gather)
-        return _per_code(widen(picked), plan, block, dim)
+        return _per_code(widen(picked), plan)
 
     s = gathered(scales, lambda p: to_wide(p, dtypes.of_array(p)).astype(np.float32, copy=False))
     if plan.gather != plan.quantize:

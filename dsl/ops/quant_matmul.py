@@ -67,12 +67,18 @@ def _codes_of(value, dt: DType) -> np.ndarray:
     return raw & np.uint8((1 << dt.bits) - 1) if dt.bits < 8 else raw
 
 
+def unpack_last(raw: np.ndarray, bits: int) -> np.ndarray:
+    """uint8 bytes, ``8 // bits`` codes a byte low bits first -> the codes along the last axis,
+    uint8 [..., bytes * 8 // bits]."""
+    per = 8 // bits
+    codes = np.stack([(raw >> (p * bits)) & ((1 << bits) - 1) for p in range(per)], axis=-1)
+    return codes.reshape(raw.shape[:-1] + (raw.shape[-1] * per,))
+
+
 def _unpack_rows(raw: np.ndarray, bits: int, count: int) -> np.ndarray:
     """Bytes [N, row_bytes], codes low bits first -> the first ``count`` codes of each row as
     uint8 [N, count] (the inverse of _pack_rows)."""
-    per = 8 // bits
-    codes = np.stack([(raw >> (p * bits)) & ((1 << bits) - 1) for p in range(per)], axis=-1)
-    return codes.reshape(raw.shape[0], -1)[:, :count]
+    return unpack_last(raw, bits)[:, :count]
 
 
 def _pack_rows(codes: np.ndarray, bits: int) -> np.ndarray:
