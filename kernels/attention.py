@@ -4,14 +4,15 @@ and never written out.
 
 As three steps (Q K^T by kernels/matvec.py, a Softmax kernel, P V by kernels/matvec.py) the
 decode step of benchmarks/layers.py (16 heads, 2048 cached keys of 64) took 0.61-0.63 ms where
-this loop took 0.35 ms (interleaved medians; onnxruntime's Attention 0.54-0.55): K and V are
+this loop took 0.35-0.41 ms (interleaved medians; onnxruntime's Attention 0.54-0.55): K and V are
 each read once, straight after the scores that weigh them, on both cores, with one launch.
 
 Layouts: ``q`` [batch, kv_heads, rows, D] C-contiguous (a KV head's query heads folded into its
 rows, so K and V are read once per KV head); ``k`` / ``v`` C-contiguous [batch, kv_heads, T, D]
 or, ``time_major``, [batch, T, kv_heads, D] (3-D Attention inputs split into heads in place).
 Sums are float32, reassociated (vectorized), as BLAS's are; exp is kernels/vmath.py's (within
-its README bound) or, ``exact``, libm's.
+its README bound) or, ``exact``, libm's. The probabilities are normalized before they weigh V (as
+the composite), so a large but finite V cannot overflow the running sum.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ PARALLEL_MIN_ELEMENTS = 1 << 18   # K's elements from which the heads are split 
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
-def _head(q, k, v, out, index, scale, time_major, exact, scores, scaled, totals):
+def _head(q, k, v, out, index, scale, time_major, exact, scores, scaled):
     """One (batch, KV head): its rows' scores, their softmax, the weighted sum of V."""
     b, h = index // q.shape[1], index % q.shape[1]
     rows, depth = q.shape[2], q.shape[3]
@@ -49,7 +50,8 @@ def _head(q, k, v, out, index, scale, time_major, exact, scores, scaled, totals)
             e = np.exp(scores[r, t] - top) if exact else exp_f32(scores[r, t] - top)
             scores[r, t] = e
             total += e
-        totals[r] = total
+        for t in range(length):  # (the probabilities before P V, as the composite: a sum of
+            scores[r, t] = scores[r, t] / total  # unnormalized weights times V can overflow)
         for d in range(out.shape[3]):
             out[b, h, r, d] = np.float32(0.0)
     for t in range(length):
@@ -58,9 +60,6 @@ def _head(q, k, v, out, index, scale, time_major, exact, scores, scaled, totals)
             p = scores[r, t]
             for d in range(value.shape[0]):
                 out[b, h, r, d] += p * value[d]
-    for r in range(rows):
-        for d in range(out.shape[3]):
-            out[b, h, r, d] = out[b, h, r, d] / totals[r]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -68,9 +67,8 @@ def _serial(q, k, v, out, scale, time_major, exact):
     length = k.shape[1] if time_major else k.shape[2]
     scores = np.empty((q.shape[2], length), np.float32)
     scaled = np.empty((q.shape[2], q.shape[3]), np.float32)
-    totals = np.empty(q.shape[2], np.float32)
     for index in range(q.shape[0] * q.shape[1]):
-        _head(q, k, v, out, index, scale, time_major, exact, scores, scaled, totals)
+        _head(q, k, v, out, index, scale, time_major, exact, scores, scaled)
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
@@ -79,8 +77,7 @@ def _parallel(q, k, v, out, scale, time_major, exact):
     for index in numba.prange(q.shape[0] * q.shape[1]):
         scores = np.empty((q.shape[2], length), np.float32)
         scaled = np.empty((q.shape[2], q.shape[3]), np.float32)
-        totals = np.empty(q.shape[2], np.float32)
-        _head(q, k, v, out, index, scale, time_major, exact, scores, scaled, totals)
+        _head(q, k, v, out, index, scale, time_major, exact, scores, scaled)
 
 
 def few_rows_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, time_major: bool,

@@ -172,6 +172,8 @@ def _qkv_dims(call: Call, q, k, v) -> tuple:
     if v_heads != kv_heads or v_seq != kv_seq:
         call.fail(f"V shape {list(v.shape)} has {v_heads} heads and sequence {v_seq}; expected K's "
                   f"{kv_heads} heads and sequence {kv_seq} (K {list(k.shape)})")
+    if kv_heads < 1:
+        call.fail(f"K shape {list(k.shape)} has no heads; expected at least one KV head")
     if q_heads % kv_heads:
         call.fail(f"q_num_heads {q_heads} is not a multiple of kv_num_heads {kv_heads}; expected "
                   "kv_num_heads to divide it (grouped-query attention)")
@@ -379,7 +381,7 @@ def _fused(call: Call, b, xs: list) -> list | None:
     if call.types[0].dtype != f32 or call.types[2].dtype != f32 or (plan.outputs > 3 and read[3]) \
             or any(i < len(xs) and xs[i] is not None for i in (3, 6)) or call.attrs["softcap"] > 0 \
             or call.attrs["softmax_precision"] not in (None, f32.onnx_code) \
-            or not (plan.batch and plan.q_seq and plan.total) \
+            or not (plan.batch and plan.q_heads and plan.q_seq and plan.total) \
             or plan.group * plan.q_seq > MAX_ROWS or plan.q_seq * plan.q_heads > plan.total * plan.kv_heads \
             or not _static_allowed(call, plan).all():
         return None

@@ -297,6 +297,12 @@ def test_decode_step_runs_as_one_kernel(name, math):
         np.testing.assert_allclose(mine, np.asarray(theirs), rtol=1e-5, atol=1e-6)
 
 
+def test_zero_kv_heads_is_a_dsl_error():
+    q, k = np.zeros((1, 0, 1, 8), np.float32), np.zeros((1, 0, 5, 8), np.float32)
+    with pytest.raises(dsl.DslError, match="no heads"):
+        dsl.attention(q, k, k)
+
+
 @pytest.mark.parametrize("change", ["mask", "softcap", "float16", "qk output", "causal without past",
                                     "precision", "too many rows"])
 def test_other_attention_keeps_the_composite(change):

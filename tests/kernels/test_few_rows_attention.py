@@ -63,3 +63,13 @@ def test_bad_layouts_raise_before_the_loops(change):
         k, v = k[:, :, :0], v[:, :, :0]
     with pytest.raises(ValueError, match="few_rows_attention"):
         attention.few_rows_attention(q, k, v, 1.0, False, False, False)
+
+
+def test_large_finite_values_do_not_overflow():
+    """The weights are normalized before they multiply V (as the composite): equal scores over
+    four keys of V = 2e38 give 2e38, not the overflowed sum 8e38."""
+    q, k = np.ones((1, 1, 1, 4), np.float32), np.ones((1, 1, 4, 4), np.float32)
+    v = np.full((1, 1, 4, 2), 2e38, np.float32)
+    for exact in (False, True):
+        got = attention.few_rows_attention(q, k, v, 0.5, False, exact, False)
+        np.testing.assert_allclose(got, np.full((1, 1, 1, 2), 2e38, np.float32), rtol=1e-6)
