@@ -371,14 +371,14 @@ def _body(call: Call, b, xs: list) -> list:
 
 
 def _fused(call: Call, b, xs: list) -> list | None:
-    """The JIT's body for a decode step: one FewRowsAttention kernel (dsl/ops/few_rows_attention.py)
+    """The JIT's body (``b`` a dsl.passes.expand.GraphBuilder: its math mode, which outputs are
+    read) for a decode step: one FewRowsAttention kernel (dsl/ops/few_rows_attention.py)
     where Q has at most MAX_ROWS rows per KV head against float32 K / V, with no mask input,
     softcap, widened softmax or QK output that is read, and the causal / window attributes (if
     any) letting every query attend every key; else None (the composite body)."""
     plan = call.plan
     f32 = dtypes.dtype("float")
-    read = getattr(b, "read", None) or [True] * plan.outputs
-    if call.types[0].dtype != f32 or call.types[2].dtype != f32 or (plan.outputs > 3 and read[3]) \
+    if call.types[0].dtype != f32 or call.types[2].dtype != f32 or (plan.outputs > 3 and b.read[3]) \
             or any(i < len(xs) and xs[i] is not None for i in (3, 6)) or call.attrs["softcap"] > 0 \
             or call.attrs["softmax_precision"] not in (None, f32.onnx_code) \
             or not (plan.batch and plan.q_heads and plan.q_seq and plan.total) \
@@ -404,7 +404,7 @@ def _fused(call: Call, b, xs: list) -> list | None:
     if not time_major:
         k_in, v_in = k, v
     y = b.op("FewRowsAttention", q, k_in, v_in, domain=INTERNAL, scale=float(plan.scale),
-             time_major=int(time_major), exact=int(getattr(b, "math", "fast") == "exact"))
+             time_major=int(time_major), exact=int(b.math == "exact"))
     if plan.rank3:
         y = _reshape(b, b.op("Transpose", y, perm=[0, 2, 1, 3]), (plan.batch, plan.q_seq, plan.q_heads * plan.v_head))
     return [y, k, v, None][:plan.outputs]  # (the scores output: nothing reads it)
