@@ -35,7 +35,7 @@ from . import frontend as _frontend  # noqa: F401  (x[...], x.T, x.sum ... on tr
 from .jit import JitFunction, jit
 from .layout import contiguous
 from .lru import set_cache_limits
-from .runtime import set_threads
+from .thread_policy import set_threads
 from .errors import (DslError, DTypeError, InputError, ResourceError, ShapeError, UnsupportedAttributeError,
                      UnsupportedError)
 from .ir import Graph, Node, OptionalType, SequenceType, TensorType, Value

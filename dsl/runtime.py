@@ -5,10 +5,8 @@ composes each leaf's View path, coalesces dims and picks (or compiles) the kerne
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import threading
 from math import prod
 
 import numpy as np
@@ -18,7 +16,7 @@ from kernels import copy as copy_kernels
 from kernels import packed as packed_kernels
 
 from .buffers import ALIGN, POOL
-from .errors import InputError
+from . import thread_policy
 from .codegen import threads
 from .codegen.compile import compile_kernel
 from .kir import types as kir_types
@@ -62,39 +60,14 @@ def _stream_threshold() -> float:
 STREAM_BYTES = _stream_threshold()
 
 
-def _thread_setting() -> int:
-    """Threads a large kernel splits over: ``$DSL_THREADS`` (a positive int), else the cores."""
-    setting = os.environ.get("DSL_THREADS", "").strip()
-    if setting:
-        if not setting.isdigit() or int(setting) < 1:
-            raise InputError(f"DSL_THREADS={setting!r}; expected a positive integer")
-        return int(setting)
-    return max(1, os.cpu_count() or 1)
-
-
-_THREADS = _thread_setting()
-
-
-def set_threads(count: int) -> None:
-    """Split large kernels over ``count`` threads from now on (replaces DSL_THREADS / the core count)."""
-    global _THREADS
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise InputError(f"set_threads: count {count!r}; expected a positive int")
-    _THREADS = int(count)
-
-
-_LOCAL = threading.local()
-
-
 def split_threads(size: int, threshold: int | None = None) -> int:
     """The threads a kernel over ``size`` elements splits over from this thread: one below
     ``threshold`` (default PARALLEL_THRESHOLD, read at the call; a compute-bound kernel passes a
     lower one), inside single_threaded(), or where numba's thread team cannot be used
     (dsl/codegen/threads.py), else the set_threads / DSL_THREADS / core count."""
-    if size < (PARALLEL_THRESHOLD if threshold is None else threshold) or _THREADS < 2 or \
-            getattr(_LOCAL, "serial", False) or not threads.usable():
+    if size < (PARALLEL_THRESHOLD if threshold is None else threshold):
         return 1
-    return _THREADS
+    return thread_policy.available()
 
 
 @functools.lru_cache(maxsize=256)
@@ -110,18 +83,6 @@ def run_spans(kernel, form: str, *args) -> None:
     """Run ``kernel`` over its spans on the thread team, the launcher ``form`` of
     dsl/codegen/threads.py taking ``args`` (the span bounds or parameter table first)."""
     threads.launch(kernel, form, *args)
-
-
-@contextlib.contextmanager
-def single_threaded():
-    """Kernels called from this thread run on it alone (no row split over dsl's pool): for
-    callers that schedule their own threads, e.g. dask tasks, so cores are not oversubscribed."""
-    before = getattr(_LOCAL, "serial", False)
-    _LOCAL.serial = True
-    try:
-        yield
-    finally:
-        _LOCAL.serial = before
 
 
 def _storage(obj, dt):

@@ -73,16 +73,17 @@ def layout(b: np.ndarray) -> str | None:
     return None
 
 
-def batched_few_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def batched_few_rows(a: np.ndarray, b: np.ndarray, threads: bool) -> np.ndarray:
     """``a @ b`` for float32 a [batch, M, K] (M <= MAX_ROWS) and b [batch, K, N] whose
-    ``layout`` is not None; a new float32 [batch, M, N]."""
+    ``layout`` is not None; a new float32 [batch, M, N]. ``threads``: whether the batch may
+    split over numba's team (the caller's thread policy)."""
     count, rows, inner = a.shape
     assert a.dtype == b.dtype == np.float32 and b.shape[:2] == (count, inner) and rows <= MAX_ROWS
     assert a.flags.c_contiguous and layout(b) is not None
     by_rows = layout(b) == "rows"
     b = b if by_rows else b.transpose(0, 2, 1)
     out = np.empty((count, rows, b.shape[2] if by_rows else b.shape[1]), np.float32)
-    if count > 1 and b.size >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1:
+    if threads and count > 1 and b.size >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1:
         _parallel(a, b, out, by_rows)
     else:
         _serial(a, b, out, by_rows)

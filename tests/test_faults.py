@@ -125,6 +125,31 @@ def test_forked_children_run_kernels_after_the_pool_ran_and_while_another_thread
     assert last_json(run_script(FORK, cold_env(tmp_path), timeout=300)) == [True, True]
 
 
+FORK_OWN_LOOPS = """
+import json, os
+import numpy as np, dsl
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((8, 1, 256), np.float32), rng.standard_normal((8, 256, 512), np.float32)
+q = rng.standard_normal((1, 8, 1, 64), np.float32)
+k, v = (rng.standard_normal((1, 2, 2048, 64), np.float32) for _ in range(2))
+product = dsl.jit(lambda a, b: dsl.matmul(a, b))  # kernels/matvec.py's prange over the batch
+decode = dsl.jit(lambda q, k, v: dsl.attention(q, k, v)[0])  # kernels/attention.py's over the heads
+want = [product(a, b), decode(q, k, v)]  # the team ran both loops in the parent
+pid = os.fork()
+if pid == 0:
+    got = [product(a, b), decode(q, k, v)]
+    os._exit(0 if all(np.array_equal(g, w) for g, w in zip(got, want)) else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps(os.waitstatus_to_exitcode(status)))
+"""
+
+
+def test_forked_children_run_the_ops_own_parallel_loops():
+    """The decode-step kernels split over numba's team inside the op (not by the runtime's span
+    launchers); before they asked the thread policy, a forked child was terminated by GNU OpenMP."""
+    assert last_json(run_script(FORK_OWN_LOOPS)) == 0
+
+
 FORK_SIGINT = """
 import json, random, signal, threading, time, multiprocessing as mp
 import numpy as np, dsl

@@ -14,7 +14,7 @@ from ..compiler import Executable
 from ..dtypes import DType
 from ..ir import Node
 from ..ops import registry
-from ..runtime import single_threaded
+from ..thread_policy import single_threaded
 from ..tensor import Tensor
 
 

@@ -16,8 +16,7 @@ import numpy as np
 
 from kernels import attention as kernel
 
-from .. import dtypes
-from ..codegen import threads
+from .. import dtypes, thread_policy
 from ..ir import TensorType
 from . import chunks
 from .registry import INTERNAL, Attr, Call, Input, OpDef, Schema, register
@@ -48,7 +47,8 @@ def _reference(call: Call, xs: list) -> list:
     kv_heads = k.shape[2] if major else k.shape[1]
     grouped = np.ascontiguousarray(q).reshape(batch, kv_heads, q_heads // kv_heads * rows, depth)
     out = kernel.few_rows_attention(grouped, np.ascontiguousarray(k), np.ascontiguousarray(v),
-                                    call.attrs["scale"], major, bool(call.attrs["exact"]), threads.usable())
+                                    call.attrs["scale"], major, bool(call.attrs["exact"]),
+                                    thread_policy.available() > 1)
     return [out.reshape(batch, q_heads, rows, v.shape[3])]
 
 

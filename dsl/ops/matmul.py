@@ -5,7 +5,7 @@ import numpy as np
 
 from kernels import matvec
 
-from .. import dtypes
+from .. import dtypes, thread_policy
 from ..ir import TensorType
 from . import chunks
 from .math import BF16, F, domain_array, finish
@@ -66,7 +66,7 @@ def _few_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
     if b3.shape[0] < 2 or matvec.layout(b3) is None:
         return None
     a3 = np.broadcast_to(a, batch + a.shape[-2:]).reshape((-1,) + a.shape[-2:])
-    out = matvec.batched_few_rows(np.ascontiguousarray(a3), b3)
+    out = matvec.batched_few_rows(np.ascontiguousarray(a3), b3, thread_policy.available() > 1)
     rows = out.shape[1] // fold
     return out.reshape(batch + ((fold, rows) if fold > 1 else (rows,)) + out.shape[-1:])
 

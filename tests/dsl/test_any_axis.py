@@ -129,10 +129,10 @@ def test_split_reductions_over_threads_combine_partials(monkeypatch, dtype, kind
     """A reduction with no outer dim splits its first (reduced) dim between threads, each
     accumulating a partial; a combine kernel finishes (ReduceLayout.partial). Three threads, odd
     extents (the unrolled loop's remainder), every kind's combine, against the eager engine."""
-    from dsl import runtime
+    from dsl import runtime, thread_policy
     from dsl.runtime_reduce import ReduceRunner
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     rng = np.random.default_rng(len(shape) * 7 + len(kind))
     if dtype == "bool":
         x = rng.integers(0, 2, shape).astype(bool)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl import runtime
+from dsl import runtime, thread_policy
 from dsl.kir.reduce_schedule import ARG_BLOCK
 from dsl.passes.fuse import ReduceStep
 
@@ -99,7 +99,7 @@ def test_producer_fused_and_transposed_input(kind, axis):
 @pytest.mark.parametrize("axis", [0, 1])
 def test_split_over_threads(monkeypatch, axis):
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1 << 10)
-    monkeypatch.setattr(runtime, "_THREADS", 2)
+    monkeypatch.setattr(thread_policy, "_THREADS", 2)
     x = few_values(np.float32, (64, 2 * ARG_BLOCK + 5), seed=axis)
     for last in (0, 1):
         check("argmax", x, axis, last, keepdims=True)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl import runtime
+from dsl import runtime, thread_policy
 from dsl.passes.fuse import KernelStep, ReduceStep
 from dsl_test_helpers import allowed_types, onnx_versions
 
@@ -110,7 +110,7 @@ def test_hardmax_ties_nan_and_signed_zeros(np_type):
 def test_hardmax_rows_longer_than_a_block_and_split_over_threads(monkeypatch):
     from dsl.kir.reduce_schedule import ARG_BLOCK
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1 << 10)
-    monkeypatch.setattr(runtime, "_THREADS", 2)
+    monkeypatch.setattr(thread_policy, "_THREADS", 2)
     x = RNG.standard_normal((6, 2 * ARG_BLOCK + 9)).astype(np.float32)
     x[0, ARG_BLOCK + 3] = x[0, 2 * ARG_BLOCK + 1] = 50  # a tie across blocks
     x[1, -1] = np.nan
@@ -242,7 +242,7 @@ def test_log_softmax_split_over_threads(monkeypatch, axis):
     """Threads split the outer dim (axis 1) or the innermost kept dim (axis 0: no outer dim);
     each writes its part of the full-shape output."""
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1 << 10)
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     x = RNG.standard_normal((37, 130, 3)).astype(np.float32)
     for math in ("fast", "exact"):
         f = dsl.jit(lambda v: dsl.log_softmax(v * 0.5, axis), math=math)

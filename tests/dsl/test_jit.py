@@ -396,9 +396,9 @@ def test_an_epilogue_result_read_by_a_later_kernel_is_read_not_recomputed():
 
 
 def test_softmax_epilogue_over_threads_and_streaming_stores(monkeypatch):
-    from dsl import runtime
+    from dsl import runtime, thread_policy
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     monkeypatch.setattr(runtime, "STREAM_BYTES", 1 << 20)
     x = RNG.standard_normal((520, 1024)).astype(np.float32)
     m = (RNG.random(1024) > 0.5).astype(np.float32)

@@ -4,11 +4,12 @@ from __future__ import annotations
 import threading
 
 import ml_dtypes
+import numba
 import numpy as np
 import pytest
 
 import dsl
-from dsl import runtime
+from dsl import runtime, thread_policy
 from dsl.codegen import compile as codegen_compile
 from dsl.view import BlockedView, View
 
@@ -86,7 +87,7 @@ def test_rows_split_across_the_pool_give_the_serial_result(monkeypatch):
     b = RNG.standard_normal(33).astype(np.float32)
     serial = f(x, b)
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     spans = _counted_spans(monkeypatch)
     for layout in (x, np.ascontiguousarray(x.T).T):
         for got, want in zip(f(layout, b), serial):
@@ -171,13 +172,13 @@ def test_single_threaded_keeps_large_kernels_on_the_calling_thread(monkeypatch):
     x = np.ones((256, 1024), np.float32)  # above PARALLEL_THRESHOLD
     f(x)
     calls = _counted_spans(monkeypatch)
-    with runtime.single_threaded():
+    with thread_policy.single_threaded():
         np.testing.assert_array_equal(f(x), x * 2 + 1)
-        with runtime.single_threaded():
+        with thread_policy.single_threaded():
             f(x)
         f(x)  # still inside the outer block
-    assert calls == [] and not getattr(runtime._LOCAL, "serial", False)
-    if runtime._THREADS > 1:
+    assert calls == [] and not getattr(thread_policy._LOCAL, "serial", False)
+    if thread_policy._THREADS > 1:
         f(x)
         assert calls
 
@@ -200,20 +201,20 @@ def test_kernels_run_serially_where_the_thread_team_cannot_be_used(monkeypatch):
     f(x)
     assert spans == []
     threads._STATE.update(state)
-    if runtime._THREADS > 1 and threads.usable():
+    if thread_policy._THREADS > 1 and threads.usable():
         for got, expected in zip(f(x), want):
             np.testing.assert_array_equal(got, expected)
         assert spans
 
 
 def test_set_threads_and_dsl_threads_choose_the_split(monkeypatch):
-    before = runtime._THREADS
+    before = thread_policy._THREADS
     try:
         dsl.set_threads(1)
         x = RNG.standard_normal((1024, 512)).astype(np.float32)
         f = dsl.jit(lambda v: v * 2.0)
         np.testing.assert_array_equal(f(x), x * 2)
-        assert runtime._THREADS == 1
+        assert thread_policy._THREADS == 1
         dsl.set_threads(2)
         np.testing.assert_array_equal(f(x), x * 2)
         for bad in (0, -1, 1.5, True, "2"):
@@ -222,7 +223,35 @@ def test_set_threads_and_dsl_threads_choose_the_split(monkeypatch):
     finally:
         dsl.set_threads(before)
     monkeypatch.setenv("DSL_THREADS", "3")
-    assert runtime._thread_setting() == 3
+    assert thread_policy._thread_setting() == 3
     monkeypatch.setenv("DSL_THREADS", "zero")
     with pytest.raises(dsl.InputError, match="DSL_THREADS='zero'"):
-        runtime._thread_setting()
+        thread_policy._thread_setting()
+
+
+def test_the_ops_own_parallel_loops_follow_the_thread_policy(monkeypatch):
+    """kernels/matvec.py and kernels/attention.py split inside the op: set_threads(1) and
+    single_threaded() keep them on the calling thread too, with the same results."""
+    from kernels import attention, matvec
+    a, b = RNG.standard_normal((8, 1, 256)).astype(np.float32), RNG.standard_normal((8, 256, 512)).astype(np.float32)
+    q = RNG.standard_normal((1, 8, 1, 64)).astype(np.float32)
+    k, v = (RNG.standard_normal((1, 2, 2048, 64)).astype(np.float32) for _ in range(2))
+    product = dsl.jit(lambda a, b: dsl.matmul(a, b))
+    decode = dsl.jit(lambda q, k, v: dsl.attention(q, k, v)[0])
+    want = [product(a, b), decode(q, k, v)]
+    split = []
+    for module in (matvec, attention):
+        monkeypatch.setattr(module, "_parallel", lambda *args, run=module._parallel: split.append(1) or run(*args))
+    before = thread_policy._THREADS
+    try:
+        dsl.set_threads(1)
+        assert [product(a, b).tobytes(), decode(q, k, v).tobytes()] == [w.tobytes() for w in want]
+        dsl.set_threads(2)
+        with thread_policy.single_threaded():
+            assert [product(a, b).tobytes(), decode(q, k, v).tobytes()] == [w.tobytes() for w in want]
+        assert split == []
+        if numba.get_num_threads() > 1 and thread_policy.available() > 1:
+            product(a, b), decode(q, k, v)
+            assert split == [1, 1]
+    finally:
+        dsl.set_threads(before)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl import runtime
+from dsl import runtime, thread_policy
 from dsl.passes.fuse import ReduceStep
 
 OPS = {"CumSum": (11, 14), "CumProd": (26,)}
@@ -71,7 +71,7 @@ def test_float16_rounds_every_partial_as_numpy_does():
 @pytest.mark.parametrize("axis", [0, 1])
 def test_split_over_threads(monkeypatch, axis):
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1 << 10)
-    monkeypatch.setattr(runtime, "_THREADS", 2)
+    monkeypatch.setattr(thread_policy, "_THREADS", 2)
     x = values("CumSum", "float", (64, 300), seed=axis)
     for exclusive, reverse in [(0, 0), (1, 1)]:
         scan("CumSum", 14, x, axis, exclusive, reverse)

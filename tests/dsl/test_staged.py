@@ -91,9 +91,9 @@ def test_integer_x_minus_max_is_one_kernel(dtype, axes):
 
 
 def test_threads_and_streaming_stores(monkeypatch):
-    from dsl import runtime
+    from dsl import runtime, thread_policy
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     monkeypatch.setattr(runtime, "STREAM_BYTES", 1)
     x = RNG.standard_normal((512, 512)).astype(np.float32)  # 1 MiB out: a pooled, aligned buffer
     g, b = RNG.standard_normal(512).astype(np.float32), RNG.standard_normal(512).astype(np.float32)

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import dsl
-from dsl import runtime
+from dsl import runtime, thread_policy
 from dsl.buffers import ALIGN, POOL, BufferPool, aligned_empty
 from test_jit import FUZZ_EXAMPLES, draw_program, fuzz_function, program_source
 
@@ -107,7 +107,7 @@ def test_blocked_dequant_streams_only_when_its_blocks_span_whole_lines(block, st
 
 
 def test_streaming_under_many_thread_spans(monkeypatch, stream_from_1mib):
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     f = dsl.jit(lambda x, b: x * b + 0.5)
     for shape in [(3 * 65536 + 5,), (7, 16, 4096), (5, 1 << 16)]:
         x, b = _f32(*shape), _f32(shape[-1])
@@ -119,7 +119,7 @@ def test_streaming_under_many_thread_spans(monkeypatch, stream_from_1mib):
 def test_streamed_float_rows_compile_to_vector_streaming_stores(stream_from_1mib):
     f = dsl.jit(lambda x: x * 2.0 + 1.0)
     x = _f32(512, 1024)
-    with runtime.single_threaded():  # (the kernel called itself: split, it runs inside its launcher)
+    with thread_policy.single_threaded():  # (the kernel called itself: split, it runs inside its launcher)
         f(x)
     (runner,) = f.executable(x).runners
     ((kernel, streamed), _, _), = runner.plans.values()

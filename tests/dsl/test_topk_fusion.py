@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl import runtime
+from dsl import runtime, thread_policy
 from dsl.kir.topk_schedule import BLOCK
 from dsl.passes.fuse import ReduceStep
 
@@ -94,7 +94,7 @@ def test_float16_nan_payloads_kept_in_the_values():
 
 def test_split_over_threads(monkeypatch):
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1 << 10)
-    monkeypatch.setattr(runtime, "_THREADS", 2)
+    monkeypatch.setattr(thread_policy, "_THREADS", 2)
     x = np.random.default_rng(3).standard_normal((64, 2 * BLOCK + 5)).astype(np.float32)
     topk(x, 10, 1, True, 11)
     topk(x, 10, 0, False, 11)

@@ -20,17 +20,17 @@ def test_products_match_numpy(rows, layout, count, inner, cols):
     else:
         b = rng.standard_normal((count, inner, cols)).astype(np.float32)
     assert matvec.layout(b) == layout or b.size == 0  # (an empty b is both)
-    got = matvec.batched_few_rows(a, b)
+    got = matvec.batched_few_rows(a, b, True)
     assert got.dtype == np.float32 and got.shape == (count, rows, cols)
     np.testing.assert_allclose(got, _reference(a, b), rtol=1e-5, atol=1e-4)
-    assert got.tobytes() == matvec.batched_few_rows(a, b).tobytes()  # (deterministic, threads or not)
+    assert got.tobytes() == matvec.batched_few_rows(a, b, False).tobytes()  # (deterministic, threads or not)
 
 
 def test_nan_and_inf_propagate():
     a = np.ones((2, 1, 4), np.float32)
     b = np.ones((2, 4, 3), np.float32)
     b[0, 2, 1], b[1, 0, 2] = np.nan, np.inf
-    got = matvec.batched_few_rows(a, b)
+    got = matvec.batched_few_rows(a, b, True)
     assert np.isnan(got[0, 0, 1]) and got[1, 0, 2] == np.inf and got[0, 0, 0] == 4.0
 
 

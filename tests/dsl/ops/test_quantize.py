@@ -587,9 +587,9 @@ def test_blocked_parameters_through_views_reductions_and_threads(monkeypatch):
     """A blocked scale seen through a transpose stays blocked; a reshape that merges the blocked
     axis copies it out (exact either way); a row reduction reads it; large inputs split rows
     over threads (each span starts mid-block)."""
-    from dsl import runtime
+    from dsl import runtime, thread_policy
     monkeypatch.setattr(runtime, "PARALLEL_THRESHOLD", 1)
-    monkeypatch.setattr(runtime, "_THREADS", 3)
+    monkeypatch.setattr(thread_policy, "_THREADS", 3)
     rng = np.random.default_rng(5)
     w = rng.integers(-8, 8, (96, 130)).astype(ml_dtypes.int4)
     scale = rng.random((96, 3)).astype(np.float32) + 0.5  # blocks of 64 along axis 1: 64, 64, 2
