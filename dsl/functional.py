@@ -1061,8 +1061,8 @@ def atanh(x, *, opset: int | None = None):
     """ONNX Atanh: the inverse hyperbolic tangent of ``x``; +-inf at +-1, NaN beyond.
 
     Example:
-        >>> atanh(np.array([0.5, -1.0])).tolist()
-        [0.5493061443340549, -inf]
+        >>> np.round(atanh(np.array([0.5, -1.0])), 12).tolist()  # (the last digit varies by libm)
+        [0.549306144334, -inf]
     """
     return call("Atanh", x, opset)
 
