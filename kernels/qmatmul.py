@@ -51,6 +51,7 @@ ROWS_MAX = 16   # rows of x up to which ``gemv`` beats dequantized tiles through
 # (0.92x -> 1.10x); 8 and 16 rows measured the same as 4
 PREFETCH_ROWS = 4
 _FAST = {"reassoc", "contract"}
+_FACTORED_LIMIT = 2.0 ** 120  # bound on the factored sum's terms below which none can overflow float32
 _U = np.uint64
 
 
@@ -379,6 +380,18 @@ class Weight:
     def n(self) -> int:
         return self.codes.shape[0]
 
+    @cached_property
+    def term_bound(self) -> float:
+        """The most |s * (value - (offset + z))|-like factor any term of the factored sum can take
+        per unit of |x|: max |s| * (max |value| + max |offset + z|); NaN or Inf where a scale or
+        zero point is not finite (then only decoded weights give IEEE's answer)."""
+        kind = self.kind
+        values = np.abs(kind.values[np.isfinite(kind.values)]).max() if kind.table is not None \
+            else float((1 << kind.bits) - 1)
+        with np.errstate(all="ignore"):
+            return float(np.abs(self.scale).max(initial=0.0)) * \
+                (float(values) + float(np.abs(self.zero).max(initial=0.0)) + float(kind.offset))
+
     @property
     def block_bytes(self) -> int:
         """Bytes of codes a block (a row's bytes when a block spans the row)."""
@@ -452,10 +465,13 @@ def _shift(weight: Weight) -> int:
 def gemv(x: np.ndarray, weight: Weight, threads: int) -> np.ndarray:
     """x [M, K] float32 (M <= ROWS_MAX) @ W^T -> [M, N] float32, over ``threads`` threads. A
     row of x with an Inf or NaN goes through decoded weights (the factored sum would make
-    inf - inf of it); so do more rows than one."""
+    inf - inf of it), and so does one whose factored terms could overflow float32 (a scale or
+    zero point not finite, or scales near float32's range) though the weights do not; so do
+    more rows than one."""
     split, sums = _x_layout(x, weight)
     out = np.empty((x.shape[0], weight.n), np.float32)
-    if x.shape[0] == 1 and not np.isfinite(sums).all():
+    if x.shape[0] == 1 and not (np.isfinite(sums).all()
+                                and weight.term_bound * float(np.abs(x).sum(dtype=np.float64)) < _FACTORED_LIMIT):
         split = np.concatenate([split, split])  # (two rows: the decoding loop)
         twice = np.empty((2, weight.n), np.float32)
         _run(weight, False, 0, weight.n, split, np.concatenate([sums, sums]), 0, twice, threads)

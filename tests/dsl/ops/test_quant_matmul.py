@@ -406,6 +406,24 @@ def test_an_inf_or_nan_in_a_gives_what_dequantize_then_matmul_gives(rows, bad):
     assert (np.isnan(want[0]) if np.isnan(bad) else np.isinf(want[0])).all()
 
 
+@pytest.mark.parametrize("rows", [1, 2])
+@pytest.mark.parametrize("scale,zero", [(np.inf, 0), (-np.inf, 3), (np.nan, 0), (1e36, 254)])
+def test_scales_near_or_past_float32s_range_give_what_dequantize_then_matmul_gives(rows, scale, zero):
+    """One row of x took the factored sum s * (sum u x - (offset + z) sum x): an Inf scale made
+    inf - inf of it (NaN where IEEE says inf) and a scale of 1e36 overflowed terms whose
+    difference is finite; such weights go through decoded weights (from a helper's probe)."""
+    k = 256
+    w = dsl.Tensor.from_numpy(np.full((4, k), 255, np.uint8))
+    s = np.full((4, 2), scale, np.float32)
+    z = np.full((4, 2), zero, np.uint8)
+    x = np.ones((rows, k), np.float32)
+    linear = dsl.jit(lambda x, w, s, z: dsl.matmul(x, dsl.transpose(dsl.dequantize_linear(w, s, z, axis=1, block_size=128), [1, 0])))
+    want = linear.lower(x, w, s, z).run([x, w, s, z], engine="numpy")[0]
+    assert "qgemv" in linear.explain(x, w, s, z)
+    np.testing.assert_allclose(linear(x, w, s, z), want, rtol=1e-5)  # (float32 sums, reassociated)
+    assert np.isfinite(want).all() == np.isfinite(scale)
+
+
 def test_matmul_nbits_reads_a_run_time_g_idx_beside_constant_weights():
     k, n, bits, block = 64, 4, 4, 32
     a, b, scales, zp, index, _ = _nbits_case(bits, block, k, n, None, False, (1,), g_idx=True)
