@@ -19,6 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .parallel import threads as allowed_threads
 from .vmath import exp_f32
 
 MAX_ROWS = 8                      # query rows per KV head; beyond, BLAS's blocked matmuls win
@@ -95,7 +96,7 @@ def few_rows_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float
                          f"{time_major}: not float32 C-contiguous arrays of the module's layouts")
     out = np.empty((batch, heads, rows, v.shape[3]), np.float32)
     args = (q, k, v, out, np.float32(scale), bool(time_major), bool(exact))
-    if threads and batch * heads > 1 and k.size >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1:
+    if threads and batch * heads > 1 and k.size >= PARALLEL_MIN_ELEMENTS and allowed_threads() > 1:
         _parallel(*args)
     else:
         _serial(*args)

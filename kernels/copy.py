@@ -33,6 +33,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
+from .parallel import threads as allowed_threads
 from .bits import stream_fence
 
 # Tuned on the 2-core dev VM (module docstring).
@@ -327,9 +328,9 @@ def _check_in_range(shape, strides, offset, length, unit):
                          f"{unit} [{low}, {high}], outside the buffer's [0, {length})")
 
 
-def _plan(shape, strides, itemsize: int, out_address: int, parallel: bool):
+def _plan(shape, strides, itemsize: int, out_address: int, threads: int):
     """(task count, ``copy_strided`` arguments after ``offset`` and before ``out``) for
-    a coalesced view of rank >= 1."""
+    a coalesced view of rank >= 1, in tasks for ``threads`` threads (1: one thread)."""
     rank = len(shape)
     out_strides = [1] * rank
     for k in range(rank - 2, -1, -1):
@@ -345,8 +346,8 @@ def _plan(shape, strides, itemsize: int, out_address: int, parallel: bool):
     rows, row_src, row_out = (1, 0, 0) if row_dim is None else (
         shape[row_dim], strides[row_dim], out_strides[row_dim])
     tile_rows = TILE_ROW_BYTES // itemsize
-    if parallel:  # enough tasks to balance the threads: split rows, in whole blocks
-        splits = -(-4 * numba.get_num_threads() // outer_count)
+    if threads > 1:  # enough tasks to balance the threads: split rows, in whole blocks
+        splits = -(-4 * threads // outer_count)
         granule = max(1, LINE_BYTES // itemsize)
         tile_rows = min(tile_rows, max(granule, -(-rows // splits // granule) * granule))
     out_bytes = outer_count * rows * cols * itemsize
@@ -420,9 +421,9 @@ def materialize(buffer: np.ndarray, shape, strides, offset: int = 0, *, out=None
     elif len(shape) == 1 and strides[0] == 1:
         np.copyto(dst, src[offset:offset + shape[0]])
     else:
-        parallel = dst.shape[0] >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1
-        task_count, args = _plan(shape, strides, dst.itemsize, dst.ctypes.data, parallel)
-        kernel = copy_strided_parallel if parallel and task_count > 1 else copy_strided
+        threads = allowed_threads() if dst.shape[0] >= PARALLEL_MIN_ELEMENTS else 1
+        task_count, args = _plan(shape, strides, dst.itemsize, dst.ctypes.data, threads)
+        kernel = copy_strided_parallel if threads > 1 and task_count > 1 else copy_strided
         kernel(src, offset, *args, dst)
     return out
 
@@ -471,6 +472,7 @@ def materialize_packed(packed: np.ndarray, bits: int, shape, strides, offset: in
         if count % per_byte:
             out[-1] &= (1 << (count % per_byte * bits)) - 1
         return out
-    kernel = gather_packed_parallel if count >= PARALLEL_MIN_ELEMENTS else gather_packed
+    parallel = count >= PARALLEL_MIN_ELEMENTS and allowed_threads() > 1
+    kernel = gather_packed_parallel if parallel else gather_packed
     kernel(packed, bits, offset, np.array(shape, np.int64), np.array(strides, np.int64), count, out)
     return out

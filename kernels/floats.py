@@ -6,6 +6,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from .parallel import threads as allowed_threads
+
 # Below this many elements a prange loop costs more in thread start-up than it saves.
 PARALLEL_THRESHOLD = 1 << 16
 
@@ -155,7 +157,7 @@ def decode(codes: np.ndarray, fmt: str, out_dtype=np.float32, empty=np.empty) ->
 def _decode_flat(codes, fmt, out_dtype, empty):
     if fmt == "float16":
         return codes.view(np.float16).astype(out_dtype)
-    parallel = codes.shape[0] >= PARALLEL_THRESHOLD
+    parallel = codes.shape[0] >= PARALLEL_THRESHOLD and allowed_threads() > 1
     if fmt == "bfloat16":
         bits32 = np.empty(codes.shape[0], np.uint32)
         (widen_bfloat16_par if parallel else widen_bfloat16_seq)(codes, bits32)
@@ -443,7 +445,7 @@ def encode(x: np.ndarray, fmt: str, saturate: bool = True, round_mode: str = "up
 
 
 def _encode_flat(bits, source, fmt, saturate, round_mode, empty=np.empty):
-    parallel = bits.shape[0] >= PARALLEL_THRESHOLD
+    parallel = bits.shape[0] >= PARALLEL_THRESHOLD and allowed_threads() > 1
     if fmt == "float8e8m0":
         if round_mode not in _ROUND_MODES:
             expected = sorted(_ROUND_MODES)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .parallel import threads as allowed_threads
+
 PARALLEL_MIN_ELEMENTS = 1 << 18  # b's elements from which the batch is split over threads
 MAX_ROWS = 8                     # beyond, BLAS's blocked kernels win
 
@@ -83,7 +85,7 @@ def batched_few_rows(a: np.ndarray, b: np.ndarray, threads: bool) -> np.ndarray:
     by_rows = layout(b) == "rows"
     b = b if by_rows else b.transpose(0, 2, 1)
     out = np.empty((count, rows, b.shape[2] if by_rows else b.shape[1]), np.float32)
-    if threads and count > 1 and b.size >= PARALLEL_MIN_ELEMENTS and numba.get_num_threads() > 1:
+    if threads and count > 1 and b.size >= PARALLEL_MIN_ELEMENTS and allowed_threads() > 1:
         _parallel(a, b, out, by_rows)
     else:
         _serial(a, b, out, by_rows)

@@ -9,6 +9,8 @@ element type never reaches the kernel.
 import numba
 import numpy as np
 
+from .parallel import threads as allowed_threads
+
 
 @numba.njit(cache=True, nogil=True)
 def unpack_bits(packed, start, count, bits, out):
@@ -108,12 +110,13 @@ def byte_table(element_values: np.ndarray, bits: int) -> np.ndarray:
 def unpack_values(packed: np.ndarray, start: int, count: int, table: np.ndarray, out: np.ndarray) -> None:
     """Decode elements [start, start + count) of ``packed`` into ``out`` (length >= count) via a
     ``byte_table``. Callers guarantee len(packed) * per_byte >= start + count."""
-    if count >= PARALLEL_THRESHOLD and table.shape[0] == 2 and start % 2 == 0:
+    parallel = count >= PARALLEL_THRESHOLD and allowed_threads() > 1
+    if parallel and table.shape[0] == 2 and start % 2 == 0:
         whole = count // 2
         _unpack_pairs_par(packed[start // 2:start // 2 + whole], table, out[:2 * whole].reshape(whole, 2), 16)
         if count % 2:
             _unpack_rows(packed, start, count, table, out, count - 1, count)
-    elif count >= PARALLEL_THRESHOLD:
+    elif parallel:
         per_byte = table.shape[0]
         chunk = max(per_byte, (count // (8 * per_byte)) * per_byte)
         _unpack_rows_par(packed, start, count, table, out, chunk)

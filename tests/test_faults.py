@@ -132,22 +132,77 @@ rng = np.random.default_rng(0)
 a, b = rng.standard_normal((8, 1, 256), np.float32), rng.standard_normal((8, 256, 512), np.float32)
 q = rng.standard_normal((1, 8, 1, 64), np.float32)
 k, v = (rng.standard_normal((1, 2, 2048, 64), np.float32) for _ in range(2))
+m = rng.standard_normal((1024, 1024), np.float32)
+h = dsl.Tensor.from_numpy(rng.standard_normal(1 << 17, np.float32).astype(dsl.bfloat16.np_dtype))
+w = dsl.Tensor.from_numpy(rng.integers(-8, 8, (1024, 1024)).astype(dsl.int4.np_dtype))
 product = dsl.jit(lambda a, b: dsl.matmul(a, b))  # kernels/matvec.py's prange over the batch
 decode = dsl.jit(lambda q, k, v: dsl.attention(q, k, v)[0])  # kernels/attention.py's over the heads
-want = [product(a, b), decode(q, k, v)]  # the team ran both loops in the parent
+loops = [lambda: product(a, b), lambda: decode(q, k, v),
+         lambda: dsl.contiguous(dsl.transpose(m, [1, 0])),  # kernels/copy.py's strided copy
+         lambda: dsl.contiguous(dsl.transpose(w, [1, 0])).numpy(),  # its packed gather
+         lambda: dsl.cast(h, dsl.float32),  # kernels/floats.py's bfloat16 widening
+         lambda: dsl.cast(w, dsl.float32)]  # kernels/packed.py's int4 unpacking
+values = lambda: [np.asarray(r.numpy() if isinstance(r, dsl.Tensor) else r) for r in (f() for f in loops)]
+want = values()  # the team ran every loop in the parent
 pid = os.fork()
 if pid == 0:
-    got = [product(a, b), decode(q, k, v)]
-    os._exit(0 if all(np.array_equal(g, w) for g, w in zip(got, want)) else 3)
+    os._exit(0 if all(np.array_equal(g, w) for g, w in zip(values(), want)) else 3)
 _, status = os.waitpid(pid, 0)
 print(json.dumps(os.waitstatus_to_exitcode(status)))
 """
 
 
-def test_forked_children_run_the_ops_own_parallel_loops():
-    """The decode-step kernels split over numba's team inside the op (not by the runtime's span
-    launchers); before they asked the thread policy, a forked child was terminated by GNU OpenMP."""
+def test_forked_children_run_the_kernels_own_parallel_loops():
+    """The decode-step kernels, strided and packed copies and float conversions split over
+    numba's team inside the kernel (not by the runtime's span launchers); before they asked the
+    thread policy (kernels/parallel.py), a forked child was terminated by GNU OpenMP."""
     assert last_json(run_script(FORK_OWN_LOOPS)) == 0
+
+
+TEAM_CAP = """
+import json, os, time
+import numpy as np, dsl
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((8, 1, 256), np.float32), rng.standard_normal((8, 256, 512), np.float32)
+m = rng.standard_normal((2048, 2048), np.float32)
+h = dsl.Tensor.from_numpy(rng.standard_normal(1 << 20, np.float32).astype(dsl.bfloat16.np_dtype))
+product = dsl.jit(lambda a, b: dsl.matmul(a, b))
+scaled = dsl.jit(lambda x: x * 2.0 + 1.0)
+loops = {"matvec": lambda: product(a, b), "copy": lambda: dsl.contiguous(dsl.transpose(m, [1, 0])),
+         "floats": lambda: dsl.cast(h, dsl.float32), "launcher": lambda: scaled(m)}
+
+def cpu_ticks():
+    ticks = {}
+    for task in os.listdir("/proc/self/task"):
+        try:
+            fields = open(f"/proc/self/task/{task}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks[task] = int(fields[11]) + int(fields[12])
+    return ticks
+
+dsl.set_threads(2)
+busy = {}
+for name, f in loops.items():
+    value = lambda: np.asarray(r.numpy() if isinstance(r := f(), dsl.Tensor) else r)
+    want = value()
+    before, start = cpu_ticks(), time.time()
+    while time.time() - start < 0.8:
+        assert np.array_equal(value(), want), name
+    after = cpu_ticks()
+    used = sorted(after[t] - before.get(t, 0) for t in after)
+    busy[name] = sum(u >= max(2, used[-1] // 4) for u in used)  # threads that did a share
+print(json.dumps(busy))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads' CPU time in Linux's /proc")
+def test_set_threads_below_numbas_team_caps_every_kernel():
+    """numba's team has NUMBA_NUM_THREADS threads (4 here, on any machine); set_threads(2) runs
+    the kernels' own parallel loops and the runtime's launchers on 2 of them. Before, the ops'
+    own loops spread over all 4."""
+    busy = last_json(run_script(TEAM_CAP, {"NUMBA_NUM_THREADS": "4"}))
+    assert busy == {"matvec": 2, "copy": 2, "floats": 2, "launcher": 2}, busy
 
 
 FORK_SIGINT = """

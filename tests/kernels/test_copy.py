@@ -120,7 +120,7 @@ def test_streaming_stores_into_unaligned_out(dtype, shift, monkeypatch):
     shape, strides, offset = element_view(array, buffer)
     raw = np.zeros(array.size + 64, dtype)
     out = raw[shift:shift + array.size].reshape(shape)
-    assert kc._plan(*kc.coalesce_dims(shape, strides), raw.itemsize, out.ctypes.data, False)[1][-1]
+    assert kc._plan(*kc.coalesce_dims(shape, strides), raw.itemsize, out.ctypes.data, 1)[1][-1]
     result = kc.materialize(buffer, shape, strides, offset, out=out)
     assert result is out
     same_bits(out, np.ascontiguousarray(array))
@@ -265,7 +265,7 @@ def test_kernels_equal_py_func():
     src = np.arange(1300, dtype=np.uint32) * np.uint32(2654435761)
     shape, strides, offset = (3, 21, 19), (399, 1, 21), 12  # outer dim + a transposed (blocked) pair
     expected = as_strided(src[offset:], shape, [s * 4 for s in strides]).reshape(-1)
-    args = list(kc._plan(shape, strides, 4, 0, False)[1])
+    args = list(kc._plan(shape, strides, 4, 0, 1)[1])
     assert args[6] and args[2] == 1 and args[0].tolist() == [[3], [399], [399]], "expected blocked"
     args[7] = 16  # tile_rows: 2 tasks of one 16 x 16 block plus edges each
     for kernel in (kc.copy_strided, kc.copy_strided_parallel):

@@ -109,14 +109,20 @@ def test_jitted_kernels_equal_py_func(bits, count):
 
 
 def test_kernels_never_import_dsl():
-    source = Path(packed.__file__).read_text()
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0] if not node.level else "<relative>")
-    assert imported <= {"numba", "numpy"}
+    """packed.py imports numba, numpy and its own package (kernels/parallel.py) only; no kernel
+    module imports dsl (dsl installs its thread policy into kernels/parallel.py instead)."""
+    def imports(path):
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                found.add((node.module or "").split(".")[0] if node.level == 0 else
+                          "<kernels>" if node.level == 1 else "<outside kernels>")
+        return found
+    assert imports(Path(packed.__file__)) <= {"numba", "numpy", "<kernels>"}
+    for path in Path(packed.__file__).parent.glob("*.py"):
+        assert not imports(path) & {"dsl", "<outside kernels>"}, path.name
 
 
 @pytest.mark.parametrize("bits", [2, 4])
