@@ -385,9 +385,6 @@ def exp_f32(x):
     return F32(0.0) if far else _scale(_ONE + _fma(r * r, _exp_q(r), r), k)
 
 
-_EXP_SCALE_BITS = np.uint32(_MAGIC_BITS - 64)  # (k + 64) << 23 from the bits of _exp_reduce's shifted
-
-
 @_jit
 def exp_times_2_64_f32(x):
     """2**64 e**x for x <= 0, not NaN: softmax's e**(v - max), in a range where every result is a
@@ -400,12 +397,9 @@ def exp_times_2_64_f32(x):
     NaN through its sum)."""
     x = F32(x)
     far = x < F32(-104.0)  # (the result 0; computed on 0 instead, see _UNDERFLOW_NOTE)
-    xc = F32(0.0) if far else x
-    shifted = _fma(xc, _LOG2E, _MAGIC)
-    kf = shifted - _MAGIC
-    r = _fma(-kf, _LN2_LO, _fma(-kf, _LN2_HI, xc))
+    r, k = _exp_reduce(F32(0.0) if far else x)
     p = _ONE + _fma(r * r, _exp_q(r), r)
-    scaled = f32_from_bits(bits_from_f32(p) + ((bits_from_f32(shifted) - _EXP_SCALE_BITS) << np.uint32(23)))
+    scaled = f32_from_bits(bits_from_f32(p) + (np.uint32(I32(k + I32(64))) << np.uint32(23)))
     return F32(0.0) if far else scaled
 
 
