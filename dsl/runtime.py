@@ -20,7 +20,9 @@ from . import thread_policy
 from .codegen import threads
 from .codegen.compile import compile_kernel
 from .kir import types as kir_types
-from .codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_source
+from .codegen import loops
+from .kir import variants
+from .kir.variants import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT
 from .lru import LRU
 from .ops import registry
 from .passes.fuse import KernelStep, NodeStep
@@ -326,15 +328,20 @@ class KernelRunner:
         unit = tuple(i for i in staged if strides[i][-2] == 1)
         return ((rows, cols), staged, unit)
 
-    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: tuple = ()) -> str:
+    def kernel_ir(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: tuple = ()):
+        """The kernel IR (dsl/kir/loops.py Kernel) of one layout variant."""
         if self.row is None:
-            return kernel_source(self.group, rank, kinds, stream, self.math, tile, guards)
-        return row_source(self.group, [kind for _, _, kind in self.row], rank, kinds,
-                          [dt for _, dt, _ in self.outputs], stream, self.math)
+            return variants.group_kernel(self.group, rank, kinds, stream, tile, guards)
+        return variants.row_group_kernel(self.group, [kind for _, _, kind in self.row], rank, kinds,
+                                         [dt for _, dt, _ in self.outputs], stream, self.math)
 
-    def source_for_contiguous(self) -> str:
-        """The kernel source used when every input is C-contiguous (for explain): each leaf is
-        seen through its view path, as the run-time plan sees it."""
+    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: tuple = ()) -> str:
+        return threads.with_launchers(loops.kernel_source(self.kernel_ir(rank, kinds, stream, tile, guards), self.math),
+                                      "spans")
+
+    def contiguous_variant(self) -> tuple:
+        """(coalesced shape, per-leaf strides, the kernel IR) used when every input is
+        C-contiguous: each leaf is seen through its view path, as the run-time plan sees it."""
         views = []
         for leaf in self.group.leaves:
             view = View.contiguous(leaf.value.type.shape)
@@ -343,8 +350,12 @@ class KernelRunner:
             views.append(view)
         shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([leaf.dtype.packed for leaf in self.group.leaves], strides, blocks)
-        return threads.with_launchers(
-            self._source(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds), guards), "spans")
+        kernel = self.kernel_ir(len(shape), kinds, self._streamed(shape, kinds), self._tile(shape, strides, kinds), guards)
+        return shape, strides, kernel
+
+    def source_for_contiguous(self) -> str:
+        """The kernel source used when every input is C-contiguous (for explain)."""
+        return threads.with_launchers(loops.kernel_source(self.contiguous_variant()[2], self.math), "spans")
 
     def _plan(self, objs, stream: bool = True):
         storages, views, kinds, gathers = [], [], [], []
@@ -365,8 +376,7 @@ class KernelRunner:
         shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([packed for _, packed in storages], strides, blocks)
         streamed = self._streamed(shape, kinds) if stream else ()
-        kernel = compile_kernel(threads.with_launchers(
-            self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds), guards), "spans"))
+        kernel = compile_kernel(self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds), guards))
         params = []
         for view, st in zip(views, strides):
             params.append((np.int64(view.offset), np.array(st, np.int64)))

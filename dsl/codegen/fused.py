@@ -1,7 +1,6 @@
-"""The numba rendering of a fused group's kernel-IR expressions (dsl/kir/group.py): each IR node
-becomes one statement ``tN = <numba expression>`` of the kernel body, each group input a
-``LOADi`` placeholder that the row template (source.py row_source) replaces by the load for its
-layout. Loop-nest kernels (loops.py) render through the same Lines.
+"""The numba rendering of kernel-IR expressions: each IR node becomes one statement ``tN = <numba
+expression>`` of a kernel body (loops.py renders loop-nest kernels through these Lines), and the
+module text every generated kernel starts with.
 
 This module and its siblings are the only code that knows numba, ``np.*`` scalar functions and
 the ``kernels`` helpers' names. ``math="exact"`` renders float math as libm calls (bit-identical
@@ -11,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +18,8 @@ import kernels as _kernels_package
 
 from .. import kir
 from ..dtypes import DType
-from ..ir import Value
 from ..kir import types
-from ..kir.group import Group, constant
+from ..kir.group import constant
 from . import scalar
 
 
@@ -117,58 +114,6 @@ def _float_mod(a, b):
 """
 
 
-@dataclass
-class RenderedEpilogue:
-    """An epilogue as statements: ``lines`` compute ``out_vars`` from ``row_var``."""
-
-    sinks: list[Value]
-    row_var: str
-    row_dtype: DType
-    nodes: list
-    lines: list[str] = field(default_factory=list)
-    out_vars: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Rendered:
-    """A group as statements: ``lines`` (the innermost loop body, LOADi placeholders for the
-    inputs) compute ``out_vars``, one per sink; ``helpers`` names the module-level decode
-    tables and encoders they use, as (kind, format, saturate, round_mode)."""
-
-    sinks: list[Value]
-    shape: tuple
-    leaves: list
-    nodes: list
-    lines: list[str] = field(default_factory=list)
-    out_vars: list[str] = field(default_factory=list)
-    helpers: set = field(default_factory=set)
-    epilogue: RenderedEpilogue | None = None
-
-
-def render(group: Group, math: str = "exact") -> Rendered:
-    """The statements of ``group``'s expressions (and its epilogue's)."""
-    out = Rendered(group.sinks, group.shape, group.leaves, group.nodes)
-    lines = Lines(out.helpers, math=math)
-    out.out_vars = [lines.value(e) for e in group.outputs]
-    out.lines = lines.lines
-    _encode_stores(out.helpers, group.sinks)
-    if group.epilogue is not None:
-        epilogue = group.epilogue
-        row_var = f"t{lines.count}"
-        tail = Lines(out.helpers, start=lines.count + 1, math=math, variables={epilogue.row.name: row_var})
-        out.epilogue = RenderedEpilogue(epilogue.sinks, row_var, epilogue.row_dtype, epilogue.nodes)
-        out.epilogue.out_vars = [tail.value(e) for e in epilogue.outputs]
-        out.epilogue.lines = tail.lines
-        _encode_stores(out.helpers, epilogue.sinks)
-    return out
-
-
-def _encode_stores(helpers: set, sinks: list[Value]) -> None:
-    for sink in sinks:  # stores re-encode table floats (exact values, kept as they are)
-        if sink.type.dtype.onnx_name in scalar.TABLE_FLOATS:
-            helpers.add(("encode", sink.type.dtype.onnx_name, 0, "up"))
-
-
 def _literal(array: np.ndarray, dt: DType) -> str | None:
     """A scalar constant inlined as a typed literal (None if it is not a native scalar)."""
     node = constant(array, dt)
@@ -230,10 +175,6 @@ class Lines:
             return literal(node)
         if isinstance(node, kir.Var):
             return self.variables.get(node.name, node.name)
-        if isinstance(node, kir.Leaf):
-            if node.elem.onnx_name in scalar.TABLE_FLOATS:
-                self.helpers.add(("table", node.elem.onnx_name, 0, ""))
-            return self._emit(f"LOAD{node.index}")
         return self._emit(self._text(node, [self.names[id(c)] for c in node.children()]))
 
     def _text(self, node: kir.Expr, args: list[str]) -> str:
@@ -261,10 +202,12 @@ class Lines:
                 self.helpers.add(("encode", name, int(node.saturate), node.round_mode))
             return scalar.coerce(args[0], types.numpy_name(node.x.dtype), node.to, node.saturate, node.round_mode)
         if isinstance(node, kir.Call):
-            return f"_bits.{node.fn}({', '.join(args)})"
+            return f"{CALL_FUNCTIONS.get(node.fn, '_bits.' + node.fn)}({', '.join(args)})"
         raise AssertionError(f"no numba rendering for {type(node).__name__}")
 
 
+# the kernels/ function of each kir Call whose name differs from its kernels/bits.py one
+CALL_FUNCTIONS = {"exp_for_float32": "_bits.exp_for_f32", "exp_times_2_64": "_vmath.exp_times_2_64_f32"}
 VMATH = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "softplus")  # kernels/vmath.py
 
 

@@ -330,12 +330,7 @@ class _Schedule:
         else:
             body = self.nest(self.last, self.inner(*self.bounds(self.last)))
         body = hoist(raw_moves([*setup, *body]))
-        names = [f"n{k}" for k in range(self.rank)]
-        arguments, params = ["start", "stop", L.ParamVector("shape", tuple(names))], ["start", "stop", *names]
-        for i, buffer in enumerate(self.buffers):
-            strides = tuple(f"s{i}_{k}" for k in range(self.rank))
-            arguments += [buffer, f"o{i}", L.ParamVector(f"s{i}", strides)]
-            params += [f"o{i}", *strides]
+        arguments, params = self.signature()
         bounds = tuple(f"g{k}_{end}" for k in range(len(self.guards)) for end in ("lo", "hi"))
         if bounds:
             arguments.append(L.ParamVector("bounds", bounds))
@@ -347,6 +342,17 @@ class _Schedule:
             params += gathers
         arguments += self.outs
         return L.Kernel("elementwise", [*self.buffers, *self.outs, *self.temps], params, body, arguments)
+
+    def signature(self) -> tuple[list, list]:
+        """(arguments, params) up to the inputs': start, stop, the shape, per input its buffer,
+        offset and strides (the runtime's calling convention, see the module docstring)."""
+        names = [f"n{k}" for k in range(self.rank)]
+        arguments, params = ["start", "stop", L.ParamVector("shape", tuple(names))], ["start", "stop", *names]
+        for i, buffer in enumerate(self.buffers):
+            strides = tuple(f"s{i}_{k}" for k in range(self.rank))
+            arguments += [buffer, f"o{i}", L.ParamVector(f"s{i}", strides)]
+            params += [f"o{i}", *strides]
+        return arguments, params
 
     # ---- tiles ---------------------------------------------------------------------------------------
     def tiled(self) -> list:

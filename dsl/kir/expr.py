@@ -58,6 +58,12 @@ COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 CALLS = {
     # QuantizeLinear's integer step: rint(q) + zero_point in float64, NaN -> low, clamped to [low, high]
     "quantize_to_int": (("float32", "int64", "int64", "int64"), "int64"),
+    # e**x in float64 accurate to about 1e-11 relative: ample for a result rounded to float32 or
+    # narrower (softmax rows of those types), and vectorizable; 0 below -708, inf above 709
+    "exp_for_float32": (("float64",), "float64"),
+    # 2**64 e**x for x <= 0, not NaN (fast float32 softmax rows): relative error below 0.7 * 2**-23,
+    # never subnormal; 0 below -104; x > 0 or NaN gives an unspecified value
+    "exp_times_2_64": (("float32",), "float32"),
 }
 
 

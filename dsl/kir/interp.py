@@ -223,4 +223,13 @@ def _quantize_to_int(quotient, zero_point, low, high):
     return np.clip(np.nan_to_num(value, nan=float(low)), low, high).astype(np.int64)
 
 
-_CALLS = {"quantize_to_int": _quantize_to_int}
+def _exp_for_float32(x):
+    return np.exp(x.astype(np.float64))
+
+
+def _exp_times_2_64(x):
+    wide = x.astype(np.float64)
+    return np.where(wide < -104.0, 0.0, np.exp(wide) * 2.0 ** 64).astype(np.float32)
+
+
+_CALLS = {"quantize_to_int": _quantize_to_int, "exp_for_float32": _exp_for_float32, "exp_times_2_64": _exp_times_2_64}

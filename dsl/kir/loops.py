@@ -3,7 +3,8 @@ statements (loops, assignments, accumulations, stores) over scalar expressions (
 may load from buffers at index expressions.
 
 - ``Buffer(name, elem, role)``: a flat array of element type ``elem`` (an input read through
-  ``Load``, an output written by ``Store``, or a ``temp`` the kernel allocates with ``Alloc``).
+  ``Load``, an output written by ``Store`` (and read back where it stored), or a ``temp`` the
+  kernel allocates with ``Alloc``).
   Packed 4-bit and 2-bit inputs are element-indexed too: a backend unpacks them in its loads.
 - ``Load(buffer, index, valid, default, part)``: the element at ``index`` (uint64 expression),
   decoded into its compute domain; where ``valid`` is false, ``default`` (no read happens).
@@ -226,6 +227,7 @@ def verify(kernel: Kernel) -> None:
     """IRError unless names are defined before use, every Load / Store names a buffer of the
     kernel with the right role, and every expression is well typed."""
     buffers = {id(b) for b in kernel.buffers}
+    written = {id(s.buffer) for s in walk(kernel.body) if isinstance(s, Store)}  # (outputs it may read back)
     defined = set(kernel.params)
     for buffer in kernel.buffers:
         _require(buffer.role in ("in", "out", "temp"), f"buffer {buffer.name}: role {buffer.role!r}")
@@ -235,8 +237,8 @@ def verify(kernel: Kernel) -> None:
             if isinstance(item, kir.Var):
                 _require(item.name in defined, f"{kernel.name}: {item.name} is used before it is defined")
             if isinstance(item, Load):
-                _require(id(item.buffer) in buffers and item.buffer.role != "out",
-                         f"{kernel.name}: load from {item.buffer.name}, not an input or temp of the kernel")
+                _require(id(item.buffer) in buffers and (item.buffer.role != "out" or id(item.buffer) in written),
+                         f"{kernel.name}: load from {item.buffer.name}, not an input, a temp or an output the kernel writes")
         kir.verify([node])
 
     def walk_block(statements: list) -> None:

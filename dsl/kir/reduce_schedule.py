@@ -185,19 +185,32 @@ def _reduce_pass(kind: str, value: kir.Expr, acc_buffer: L.Buffer, layout: Reduc
 
 
 def guarded_extreme(name: str, kind: str, value: kir.Expr, loops) -> list:
-    """Statements leaving in scalar ``name`` the float max / min (IEEE maximum / minimum: NaN
-    propagates, -0 < +0) of ``value`` over the loops ``loops(body)`` builds around a body. The
-    loops first accumulate maxnum / minnum (one SIMD instruction) and a NaN flag; only where
-    a NaN was seen or the result is a zero do they run again with max / min. Same result;
-    max over [8, 128256] float32 rows: 80 -> 48 us (numpy 53)."""
+    """Statements leaving in scalar ``name`` the float max / min of ``value`` (guarded_extremes)."""
+    return guarded_extremes([(name, kind)], value, loops, flag=f"{name}nan", moved=f"{name}v")
+
+
+def guarded_extremes(extremes: list, value: kir.Expr, loops, others: tuple = (), flag: str = "rnan_",
+                     moved: str = "v", again: tuple | None = None) -> list:
+    """Statements leaving in each scalar ``name`` of ``extremes`` [(name, "max" | "min")] the float
+    max / min (IEEE maximum / minimum: NaN propagates, -0 < +0) of ``value`` over the loops
+    ``loops(body)`` builds around a body. The loops first accumulate maxnum / minnum (one SIMD
+    instruction) and a NaN flag ``flag``; only where a NaN was seen or a result is a zero do they
+    run again with max / min. Same result; max over [8, 128256] float32 rows: 80 -> 48 us (numpy
+    53). In the first pass ``value`` is bound to ``moved``, which ``others`` (statements run
+    there too: other accumulations of the value, a copy of it) may read; ``again`` (loops, value)
+    reads the values differently in the exact pass (from a copy)."""
     dtype = value.dtype
-    seen, moved = f"{name}nan", f"{name}v"
-    flag, here = kir.var(seen, "bool"), kir.var(moved, dtype)
-    fast = loops([L.Assign(moved, value), L.Accum(name, kind + "num", here),
-                  L.Assign(seen, kir.binary("or", flag, kir.compare("ne", here, here)))])
-    redo = kir.binary("or", flag, kir.compare("eq", kir.var(name, dtype), kir.const(0.0, dtype)))
-    exact = [L.Assign(name, _init(kind, dtype)), *loops([L.Accum(name, kind, value)])]
-    return [L.Assign(name, _init(kind, dtype)), L.Assign(seen, kir.const(False, "bool")), *fast, L.If(redo, exact)]
+    seen, here = kir.var(flag, "bool"), kir.var(moved, dtype)
+    fast = loops([L.Assign(moved, value), *[L.Accum(name, kind + "num", here) for name, kind in extremes], *others,
+                  L.Assign(flag, kir.binary("or", seen, kir.compare("ne", here, here)))])
+    redo = seen
+    for name, _ in extremes:
+        redo = kir.binary("or", redo, kir.compare("eq", kir.var(name, dtype), kir.const(0.0, dtype)))
+    loops_again, value_again = again or (loops, value)
+    exact = [*[L.Assign(name, _init(kind, dtype)) for name, kind in extremes],
+             *loops_again([L.Accum(name, kind, value_again) for name, kind in extremes])]
+    return [*[L.Assign(name, _init(kind, dtype)) for name, kind in extremes], L.Assign(flag, kir.const(False, "bool")),
+            *fast, L.If(redo, exact)]
 
 
 UNROLL = 4  # reduced indices folded into one accumulator update (sum over axis 0: 3.9 -> 2.5 ms)
