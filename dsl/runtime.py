@@ -335,9 +335,9 @@ class KernelRunner:
         return variants.row_group_kernel(self.group, [kind for _, _, kind in self.row], rank, kinds,
                                          [dt for _, dt, _ in self.outputs], stream, self.math)
 
-    def _source(self, rank: int, kinds, stream: tuple = (), tile: int = 0, guards: tuple = ()) -> str:
-        return threads.with_launchers(loops.kernel_source(self.kernel_ir(rank, kinds, stream, tile, guards), self.math),
-                                      "spans")
+    def _source(self, kernel) -> str:
+        """numba source of a kernel's IR, with its thread launchers."""
+        return threads.with_launchers(loops.kernel_source(kernel, self.math), "spans")
 
     def contiguous_variant(self) -> tuple:
         """(coalesced shape, per-leaf strides, the kernel IR) used when every input is
@@ -355,7 +355,7 @@ class KernelRunner:
 
     def source_for_contiguous(self) -> str:
         """The kernel source used when every input is C-contiguous (for explain)."""
-        return threads.with_launchers(loops.kernel_source(self.contiguous_variant()[2], self.math), "spans")
+        return self._source(self.contiguous_variant()[2])
 
     def _plan(self, objs, stream: bool = True):
         storages, views, kinds, gathers = [], [], [], []
@@ -376,7 +376,8 @@ class KernelRunner:
         shape, strides, blocks, guards = self._coalesced(views)
         kinds = _leaf_kinds([packed for _, packed in storages], strides, blocks)
         streamed = self._streamed(shape, kinds) if stream else ()
-        kernel = compile_kernel(self._source(len(shape), kinds, streamed, self._tile(shape, strides, kinds), guards))
+        kernel = compile_kernel(self._source(self.kernel_ir(len(shape), kinds, streamed, self._tile(shape, strides, kinds),
+                                                            guards)))
         params = []
         for view, st in zip(views, strides):
             params.append((np.int64(view.offset), np.array(st, np.int64)))

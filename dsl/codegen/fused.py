@@ -147,14 +147,12 @@ _NUMPY_NAME = {"asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "a
 
 class Lines:
     """Renders IR nodes as numba statements ``tN = <expr>`` (each node once, operands first);
-    constants are inlined, Vars are the names in ``variables`` (else their own)."""
+    constants are inlined, Vars are their names."""
 
-    def __init__(self, helpers: set, start: int = 0, math: str = "exact", variables: dict | None = None,
-                 prefix: str = "t"):
+    def __init__(self, helpers: set, start: int = 0, math: str = "exact", prefix: str = "t"):
         self.lines: list[str] = []
         self.names: dict[int, str] = {}
         self.helpers, self.count, self.math = helpers, start, math
-        self.variables = variables or {}
         self.prefix = prefix
 
     def value(self, node: kir.Expr) -> str:
@@ -174,7 +172,7 @@ class Lines:
         if isinstance(node, kir.Const):
             return literal(node)
         if isinstance(node, kir.Var):
-            return self.variables.get(node.name, node.name)
+            return node.name
         return self._emit(self._text(node, [self.names[id(c)] for c in node.children()]))
 
     def _text(self, node: kir.Expr, args: list[str]) -> str:

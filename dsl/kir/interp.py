@@ -65,7 +65,7 @@ def run_kernel(kernel, buffers: dict, params: dict) -> None:
             elif isinstance(statement, Assign):
                 env[statement.name] = value(statement.value)
             elif isinstance(statement, Accum):
-                env[statement.name] = _binary(statement.op, env[statement.name], value(statement.value))
+                env[statement.name] = _accumulate(statement.op, env[statement.name], value(statement.value))
             elif isinstance(statement, Store):
                 target = space[statement.buffer.name]
                 if statement.raw:
@@ -197,6 +197,15 @@ def ieee_maximum(a, b, take_max: bool = True):
     return result
 
 
+def _accumulate(op: str, total, value):
+    """An Accum step: float max / min are IEEE 754-2019 maximum / minimum (NaN propagates, -0 <
+    +0), as every backend's accumulation; maxnum / minnum may give either zero or ignore a NaN
+    (the schedules check for both), here numpy's fmax / fmin."""
+    if op in ("max", "min") and np.asarray(total).dtype.kind == "f":
+        return ieee_maximum(total, value, op == "max")
+    return _binary(op, total, value)
+
+
 def _binary(op: str, a, b):
     if op in ("maximum", "minimum"):
         return ieee_maximum(a, b, op == "maximum")
@@ -224,7 +233,8 @@ def _quantize_to_int(quotient, zero_point, low, high):
 
 
 def _exp_for_float32(x):
-    return np.exp(x.astype(np.float64))
+    wide = x.astype(np.float64)
+    return np.where(wide < -708.0, 0.0, np.where(wide > 709.0, np.inf, np.exp(wide)))
 
 
 def _exp_times_2_64(x):

@@ -225,9 +225,10 @@ def walk(statements: list):
 
 def verify(kernel: Kernel) -> None:
     """IRError unless names are defined before use, every Load / Store names a buffer of the
-    kernel with the right role, and every expression is well typed."""
+    kernel with the right role (a Load of an output only after a Store to it), and every
+    expression is well typed."""
     buffers = {id(b) for b in kernel.buffers}
-    written = {id(s.buffer) for s in walk(kernel.body) if isinstance(s, Store)}  # (outputs it may read back)
+    written = set()  # outputs stored so far, in program order: the kernel may read those back
     defined = set(kernel.params)
     for buffer in kernel.buffers:
         _require(buffer.role in ("in", "out", "temp"), f"buffer {buffer.name}: role {buffer.role!r}")
@@ -262,6 +263,7 @@ def verify(kernel: Kernel) -> None:
                 stored = types.storage if statement.raw else types.domain
                 _require(statement.value.dtype == stored(statement.buffer.elem),
                          f"{kernel.name}: store of {statement.value.dtype} into {statement.buffer.name}")
+                written.add(id(statement.buffer))
             elif isinstance(statement, Alloc):
                 _require(statement.buffer.role == "temp", f"{kernel.name}: alloc of {statement.buffer.name}")
                 check_expr(statement.size)
@@ -272,9 +274,9 @@ def verify(kernel: Kernel) -> None:
                 walk_block(statement.orelse)
             elif isinstance(statement, (Move, TransposeBlock)):
                 moves = [(statement.dst, True), (statement.src, False)]
-                for buffer, written in moves:
-                    _require(id(buffer) in buffers and buffer.role in (("out", "temp") if written else ("in", "temp")),
-                             f"{kernel.name}: {'copy to' if written else 'copy from'} {buffer.name}")
+                for buffer, is_target in moves:
+                    _require(id(buffer) in buffers and buffer.role in (("out", "temp") if is_target else ("in", "temp")),
+                             f"{kernel.name}: {'copy to' if is_target else 'copy from'} {buffer.name}")
                     _require(not buffer.packed, f"{kernel.name}: element copy of packed {buffer.name}")
                 _require(statement.dst.elem.bits == statement.src.elem.bits,
                          f"{kernel.name}: copy between {statement.src.elem.onnx_name} and {statement.dst.elem.onnx_name}")

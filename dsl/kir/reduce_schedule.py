@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType, dtype as dtype_of
+from ..dtypes import DType
 from . import expr as kir
 from . import loops as L
 from . import types
 
+_elem = types.element_type
 KINDS = ("sum", "mean", "max", "min", "softmax", "logsoftmax", "argmax", "argmin")
 SOFTMAX_KINDS = ("softmax", "logsoftmax")
 ARG_KINDS = ("argmax", "argmin")
@@ -134,6 +135,11 @@ def _combine(kind: str, acc: kir.Expr, value: kir.Expr) -> kir.Expr:
     return kir.binary({"sum": "add", "mean": "add", "max": "maximum", "min": "minimum"}[kind], acc, value)
 
 
+def accumulation(kind: str) -> str:
+    """The Accum op (loops.ACCUMULATIONS) of a reduction kind: sum and mean add."""
+    return {"sum": "add", "mean": "add"}.get(kind, kind)
+
+
 def _init(kind: str, dtype: str) -> kir.Const:
     if kind in ("sum", "mean"):
         return kir.const(0, dtype)
@@ -173,7 +179,7 @@ def _reduce_pass(kind: str, value: kir.Expr, acc_buffer: L.Buffer, layout: Reduc
             inner = [*guarded_extreme(name, kind, wide, lambda body: _nest(suffix_dims, layout, body)), store]
         else:
             step = L.Assign(name, combine(kind, kir.var(name, acc_type), wide)) if acc_type == "bool" else \
-                L.Accum(name, {"sum": "add", "mean": "add"}.get(kind, kind), wide)  # (reassociable: vectorizes)
+                L.Accum(name, accumulation(kind), wide)  # (reassociable: vectorizes)
             inner = [L.Assign(name, _init(kind, acc_type)), *_nest(suffix_dims, layout, [step]), store]
     else:
         inner = [L.Store(acc_buffer, acc_index, combine(kind, L.load(acc_buffer, acc_index), wide))]
@@ -481,6 +487,3 @@ def _arg_row(value, r: int, extreme_kind: str, last: bool, where: kir.Expr, out:
             L.Assign("rpos_", kir.const(-1, "int64") if last else kir.convert(n, "int64")), position,
             L.Store(out, where, kir.var("rpos_", "int64"))]
 
-
-def _elem(scalar: str) -> DType:
-    return dtype_of({"float32": "float", "float64": "double"}.get(scalar, scalar))

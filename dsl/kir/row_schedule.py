@@ -44,22 +44,18 @@ from __future__ import annotations
 
 import math
 
-from ..dtypes import DType, dtype as dtype_of
 from . import expr as kir
 from . import loops as L
 from . import types
-from .elementwise import UNIT, Layout, _Schedule
+from .elementwise import LINE_BYTES, UNIT, Layout, U, _c, _Schedule
 from .hoist import hoist
 from .moves import raw_moves
-from .reduce_schedule import _acc_dtype, _init, guarded_extremes
+from .reduce_schedule import _acc_dtype, _init, accumulation, guarded_extremes
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 SOFTMAX = ("softmax", "logsoftmax")
 PREFETCH_BYTES = 4096  # of the next row, at most
-LINE_BYTES = 64
 LN_2_64 = 64 * math.log(2.0)
-
-U = L.index_var
 
 
 def _bind(statements: list, loads: dict) -> list:
@@ -74,14 +70,6 @@ def _bind(statements: list, loads: dict) -> list:
         else:
             bound.append(L.Store(s.buffer, s.index, value, s.stream, s.raw))
     return bound
-
-
-def _c(value: int) -> kir.Const:
-    return L.index(value)
-
-
-def _elem(scalar: str) -> DType:
-    return dtype_of({"float32": "float", "float64": "double"}.get(scalar, scalar))
 
 
 class _RowSchedule(_Schedule):
@@ -117,10 +105,6 @@ class _RowSchedule(_Schedule):
     def rowlen(self) -> kir.Var:
         return U("rowlen")  # (n{last}, assigned first)
 
-    def value(self, loads: dict) -> kir.Expr:
-        """The row value at the current element."""
-        return kir.replace_all([self.outputs[0]], lambda leaf: loads[leaf.index])[0]
-
     def epilogue_values(self, loads: dict) -> list:
         return kir.replace_all(self.epilogue.outputs, lambda leaf: loads[leaf.index])
 
@@ -144,7 +128,7 @@ class _RowSchedule(_Schedule):
                 extremes.append((name, kind))  # (guarded_extremes initializes them)
             else:
                 inits.append(L.Assign(name, _init(kind, acc_type)))
-                steps.append(L.Accum(name, "add" if kind in ("sum", "mean") else kind, kir.convert(v, acc_type)))
+                steps.append(L.Accum(name, accumulation(kind), kir.convert(v, acc_type)))
             result = acc
             if kind == "mean":  # (integers: the exact mean truncated toward zero)
                 result = kir.binary("div", acc, kir.convert(self.rowlen, acc_type))
@@ -182,16 +166,16 @@ class _RowSchedule(_Schedule):
             return self.softmax_f32(kind)
         return self.softmax_wide(kind)
 
-    def stores(self, result, domain: str) -> tuple[list, list, callable]:
+    def stores(self, result) -> tuple[list, list, callable]:
         """(statements before the output pass, its per-element statements, loads -> that body
-        for passes that read inputs) writing ``result`` (an expression of ``domain`` at the
-        current element): the softmax value rounded to its type, or fed to the epilogue."""
+        for passes that read inputs) writing ``result`` (the softmax value at the current
+        element) rounded to its type, or fed to the epilogue."""
         index, stream = self.element_index(), self.stream
         epilogue = self.epilogue
         if epilogue is None:
             store = [L.Store(self.outs[0], index, kir.cast(result, self.out_dtypes[0]), 0 in stream)]
             return [], store, lambda loads: store
-        row_buffer = L.Buffer("rowv", _elem(types.domain(epilogue.row_dtype)), "temp")
+        row_buffer = L.Buffer("rowv", types.element_type(types.domain(epilogue.row_dtype)), "temp")
         self.temps.append(row_buffer)
         i = U(f"i{self.last}")
         before = [L.Alloc(row_buffer, self.rowlen),
@@ -204,7 +188,7 @@ class _RowSchedule(_Schedule):
         return before, body_of(self.loads()), body_of
 
     def temp(self, name: str, scalar: str) -> L.Buffer:
-        buffer = L.Buffer(name, _elem(scalar), "temp")
+        buffer = L.Buffer(name, types.element_type(scalar), "temp")
         self.temps.append(buffer)
         return buffer
 
@@ -214,7 +198,7 @@ class _RowSchedule(_Schedule):
         peak, total = kir.var("acc", "float64"), kir.var("total", "float64")
         v = kir.var("v", "float64")
         body = [L.Alloc(tmp, self.rowlen), L.Assign("acc", kir.const(-math.inf, "float64"))]
-        body += self.row_pass(lambda loads: [L.Assign("v", kir.convert(self.value(loads), "float64")),
+        body += self.row_pass(lambda loads: [L.Assign("v", kir.convert(self.values(loads)[0], "float64")),
                                              L.Store(tmp, i, v), L.Accum("acc", "max", v)])
         shifted = kir.binary("sub", L.load(tmp, i), peak)
         e = kir.unary("exp", shifted) if self.value_dtype == "float64" else kir.call("exp_for_float32", shifted)
@@ -228,7 +212,7 @@ class _RowSchedule(_Schedule):
         else:
             body.append(L.Assign("shift", kir.binary("add", peak, kir.unary("log", total))))
             result = kir.binary("sub", L.load(tmp, i), kir.var("shift", "float64"))
-        before, store, _ = self.stores(result, "float64")
+        before, store, _ = self.stores(result)
         return body + before + self.plain_pass(store)
 
     def softmax_f32(self, kind: str) -> list:
@@ -244,7 +228,7 @@ class _RowSchedule(_Schedule):
         if not reload or (kind == "softmax" and not scratch):
             tmp = self.temp("tmp", f32)
             body.append(L.Alloc(tmp, self.rowlen))
-        reread = lambda loads: [L.Assign("v", self.value(loads))]  # noqa: E731
+        reread = lambda loads: [L.Assign("v", self.values(loads)[0])]  # noqa: E731
         passes = lambda statements: self.row_pass(lambda loads: _bind(statements, loads))  # noqa: E731
         keep = () if reload else (L.Store(tmp, i, v),)
         again = None if reload else (lambda body: self.plain_pass(body, "r_"), L.load(tmp, U("r_")))
@@ -272,15 +256,15 @@ class _RowSchedule(_Schedule):
             body.append(L.Assign("scale", kir.convert(kir.binary("div", kir.const(1.0, "float64"), total), f32)))
             if scratch:
                 return body + self.plain_pass([L.Store(exps, at, kir.binary("mul", L.load(exps, at), scale))])
-            before, store, _ = self.stores(kir.binary("mul", L.load(tmp, i), scale), f32)
+            before, store, _ = self.stores(kir.binary("mul", L.load(tmp, i), scale))
             return body + before + self.plain_pass(store)
         log_total = kir.binary("sub", kir.unary("log", total), kir.const(LN_2_64, "float64"))  # (the 2**64)
         body.append(L.Assign("shift", kir.binary("add", peak, kir.convert(log_total, f32))))
         shift = kir.var("shift", f32)
         if reload:
-            before, _, body_of = self.stores(kir.binary("sub", v, shift), f32)
+            before, _, body_of = self.stores(kir.binary("sub", v, shift))
             return body + before + self.row_pass(lambda loads: [*reread(loads), *body_of(loads)])
-        before, store, _ = self.stores(kir.binary("sub", L.load(tmp, i), shift), f32)
+        before, store, _ = self.stores(kir.binary("sub", L.load(tmp, i), shift))
         return body + before + self.plain_pass(store)
 
     # ---- the kernel ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ set, so a fused chain gives the same bits as running the ops one by one.
 """
 from __future__ import annotations
 
-from ..dtypes import DType
+from ..dtypes import DType, dtype as dtype_of
 
 SCALARS = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")
 NATIVE = {"bool": "bool", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
@@ -62,3 +62,9 @@ def sub_byte_range(dt: DType) -> tuple[int, int]:
     """[low, high] of a 2- or 4-bit integer type."""
     bits, signed = SUB_BYTE_INTS[dt.onnx_name]
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def element_type(scalar: str) -> DType:
+    """The element type whose compute domain is the native scalar type ``scalar`` (the type of a
+    temporary buffer holding such values)."""
+    return dtype_of({"float32": "float", "float64": "double"}.get(scalar, scalar))

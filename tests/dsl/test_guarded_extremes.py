@@ -1,6 +1,6 @@
 """Float max / min rows accumulate maxnum / minnum plus a NaN flag and reduce again exactly
 where a NaN was seen or the extreme is a zero (kernels/bits.py maxnum_step, dsl/kir/
-reduce_schedule.py guarded_extreme, the row template's _guard_extremes): every such row gives
+reduce_schedule.py guarded_extremes, used by the any-axis and row schedules): every such row gives
 the eager engine's bits, in the last-axis row kernel, the any-axis schedule, argmax blocks and
 the fast softmax's max pass."""
 import numpy as np

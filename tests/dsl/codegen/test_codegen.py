@@ -20,7 +20,9 @@ import kernels.packed
 from dsl.codegen import compile as codegen_compile
 from dsl.codegen import scalar
 from dsl.codegen.fused import _literal
-from dsl.codegen.source import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT, kernel_source, row_kernel_source
+from dsl.codegen.loops import kernel_source as render
+from dsl.kir import variants
+from dsl.kir.variants import INNER_BROADCAST, INNER_STRIDED, INNER_UNIT
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -77,7 +79,7 @@ def group_of(fn, *args, math="fast"):
 
 def test_kernel_source_variants_by_leaf_layout():
     runner = group_of(lambda a, b: a * b + 1.0, np.ones((3, 4), np.float32), np.ones(4, np.float32))
-    source = kernel_source(runner.group, 2, [(False, INNER_STRIDED), (False, INNER_BROADCAST)])
+    source = render(variants.group_kernel(runner.group, 2, [(False, INNER_STRIDED), (False, INNER_BROADCAST)]))
     compile(source, "<kernel>", "exec")  # valid Python
     assert "def kernel(start, stop, shape, b0, o0, s0, b1, o1, s1, out0):" in source
     assert "fastmath" not in source  # kernels round like the reference, op by op
@@ -85,7 +87,7 @@ def test_kernel_source_variants_by_leaf_layout():
     inner = next(k for k, line in enumerate(body) if "for i1 in" in line)
     assert any("b1[p1_0]" in line for line in body[:inner]), "a broadcast leaf is loaded once per row"
     assert any("b0[p0_0 + i1 * s0_1]" in line for line in body[inner:])
-    unit = kernel_source(runner.group, 1, [(False, INNER_UNIT), (False, INNER_UNIT)])
+    unit = render(variants.group_kernel(runner.group, 1, [(False, INNER_UNIT), (False, INNER_UNIT)]))
     assert "b0[p0_m1 + i0]" in unit and "out0[q0] =" in unit
 
 
@@ -122,7 +124,7 @@ def test_row_kernels_reassociate_only_the_accumulation_and_round_once():
     assert re.search(r"(t\d+) = \(v - acc\)\n\s+(t\d+) = _vmath.exp_times_2_64_f32\(\1\)\n\s+tmp\[i1\] = \2", plain)
     assert re.search(r"(t\d+) = tmp\[i1\]\n\s+(t\d+) = np.float64\(\1\)\n\s+total = _bits.add_step\(total, \2\)", plain)
     reduce = group_of(lambda x: dsl.reduce_sum(x * 2.0, [-1]), np.ones((3, 4), np.float32))
-    text = row_kernel_source(reduce.group, ["sum"], 2, [(False, INNER_UNIT)], [dsl.float32])
+    text = render(variants.row_group_kernel(reduce.group, ["sum"], 2, [(False, INNER_UNIT)], [dsl.float32]))
     assert "acc0 = np.float64(0.0)" in text and re.search(r"(t\d+) = np.float32\(acc0\)\n\s+out0\[q0\] = \1", text)
     assert "acc0 = _bits.add_step(acc0, " in text
 

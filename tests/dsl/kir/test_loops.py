@@ -175,6 +175,20 @@ def test_verifier_refuses_malformed_kernels(build, message):
         L.verify(build())
 
 
+def test_a_kernel_reads_back_only_an_output_it_has_stored():
+    """The row schedule keeps a softmax row's exponentials in the output and scales them in place;
+    a load of an output before any store to it reads uninitialized memory and is refused."""
+    out = L.Buffer("o", dsl.float32, "out")
+    store = L.Store(out, L.index(0), kir.const(2.0, "float32"))
+    read = L.Store(out, L.index(1), L.load(out, L.index(0)))
+    L.verify(L.Kernel("k", [out], [], [store, read]))
+    with pytest.raises(kir.IRError, match="load from o, not an input, a temp or an output the kernel writes"):
+        L.verify(L.Kernel("k", [out], [], [read, store]))
+    got = {"o": np.zeros(2, np.float32)}
+    interp.run_kernel(L.Kernel("k", [out], [], [store, read]), got, {})
+    np.testing.assert_array_equal(got["o"], [2.0, 2.0])
+
+
 OPS = ["add", "sub", "mul", "max", "min", "div"]
 
 

@@ -20,6 +20,7 @@ def floats(shape, dt=np.float32):
     x = (RNG.standard_normal(shape) * 3).astype(np.float32)
     rows = x.reshape(-1, shape[-1])
     rows[1, 3], rows[2, :], rows[3, 1] = np.nan, 0.0, -np.inf  # (a NaN row, a zero row, an -inf)
+    rows[2, 1::3] = -0.0  # (max +0, min -0: IEEE maximum / minimum in both the kernel and the interpreter)
     return x.astype(dt)
 
 
@@ -57,9 +58,11 @@ def test_several_reductions_share_one_pass(dt):
     assert kernel.name == "row_sum_max_min_mean"
     for got, want in outs:
         np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     wide = x.astype(np.float64)
     np.testing.assert_array_equal(outs[1][0], x.max(-1, keepdims=True))
     np.testing.assert_array_equal(outs[2][0], x.min(-1, keepdims=True))
+    assert not np.signbit(outs[1][0][2]) and np.signbit(outs[2][0][2])  # (the row of zeros)
     np.testing.assert_array_equal(outs[0][0], wide.sum(-1, keepdims=True).astype(dt))
 
 
