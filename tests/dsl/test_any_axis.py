@@ -120,6 +120,7 @@ def test_reduce_max_orders_negative_zero_below_positive_zero_in_both_engines(axe
         assert np.signbit(lowest.ravel()[:2]).tolist() == [True, True]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("dtype, kind", [("float32", "sum"), ("float32", "mean"), ("float32", "max"), ("float16", "sum"),
                                          ("bfloat16", "mean"), ("int32", "sum"), ("int8", "max"), ("uint8", "max"),
                                          ("int32", "mean"), ("bool", "max"), ("float32", "min"), ("float64", "sum")])

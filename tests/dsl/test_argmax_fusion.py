@@ -47,6 +47,7 @@ def check(kind, x, axis, last, keepdims, producer=False):
     return got
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("np_type", TYPES, ids=lambda t: np.dtype(t).name)
 @pytest.mark.parametrize("kind", ["argmax", "argmin"])
 @pytest.mark.parametrize("last", [0, 1])

@@ -75,6 +75,7 @@ def check_hardmax(x: np.ndarray, axis: int, version: int):
     return got
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("version, dt", HARDMAX_CASES, ids=[f"{v}-{d}" for v, d in HARDMAX_CASES])
 @pytest.mark.parametrize("axis", [0, 1, 2, -1, -2, -3])
 def test_hardmax_every_version_type_and_axis(version, dt, axis):
@@ -179,6 +180,7 @@ def log_softmax_numpy(x: np.ndarray, axis: int, coerce: bool) -> np.ndarray:
     return (shifted - np.log(np.exp(shifted).sum(along, keepdims=True))).reshape(x.shape)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("math", ["fast", "exact"])
 @pytest.mark.parametrize("version, dt", LOG_SOFTMAX_CASES, ids=[f"{v}-{d}" for v, d in LOG_SOFTMAX_CASES])
 @pytest.mark.parametrize("shape", [(4, 5, 6), (3, 4, 5, 6)], ids=["rank3", "rank4"])

@@ -40,6 +40,7 @@ def scan(op, version, x, axis, exclusive, reverse, producer=False):
     return got
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("op, version, name", [(op, v, n) for op, vs in OPS.items() for v in vs for n in TYPES[v]])
 @pytest.mark.parametrize("shape, axis", [((9,), 0), ((4, 7), 1), ((4, 7), -2), ((3, 5, 6), 1), ((2, 1, 5), 1),
                                          ((3, 1), 1)])

@@ -34,6 +34,7 @@ def staged_count(f, *args) -> int:
     return sum(isinstance(step, StagedStep) for step in f.executable(*args).steps)
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
 @pytest.mark.parametrize("axes", [[-1], [0], [1, 2], [0, 2], [0, 1, 2]])
 @pytest.mark.parametrize("norm", [layer_norm, rms_norm])

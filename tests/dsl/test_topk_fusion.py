@@ -41,6 +41,7 @@ def topk(x, k, axis, largest, version, producer=False):
     assert executable.kernel_count == 1 and isinstance(executable.steps[-1], ReduceStep), executable.explain()
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("version, name, largest", [(v, n, big) for v, names in VERSIONS.items() for n in names
                                                     for big in ([True, False] if v >= 11 else [True])])
 @pytest.mark.parametrize("shape, axis, k", [((9,), 0, 3), ((4, 7), 1, 7), ((4, 7), 0, 1), ((3, 5, 6), 1, 4),

@@ -36,6 +36,7 @@ KINDS = [(4, True, False), (4, False, False), (8, True, False), (8, False, False
          (2, False, False), (4, False, True), (8, False, True)]
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("bits,signed,table", KINDS)
 @pytest.mark.parametrize("layout", ["lanes", "plain"])
 @pytest.mark.parametrize("k,block", [(100, 16), (96, 96), (512, 32), (1000, 64)])

@@ -54,6 +54,7 @@ def inputs(dt, rank, rotary, with_positions, seed=0):
     return x, np.cos(angles).astype(dt), np.sin(angles).astype(dt), positions
 
 
+@pytest.mark.sweep
 @pytest.mark.parametrize("engine", ["numpy", "jit"])
 @pytest.mark.parametrize("dt", DTYPES)
 @pytest.mark.parametrize("rank", [3, 4])
