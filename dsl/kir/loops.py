@@ -212,6 +212,16 @@ def mul(a: Expr, b: Expr) -> Expr:
     return kir.binary("mul", a, b)
 
 
+NEXT_ROW_BYTES = 4096  # prefetched of the next row, at most, by schedules that walk rows
+
+
+def prefetch_run(buffer: Buffer, start: Expr, count: Expr, var: str = "f_", line_bytes: int = 64) -> For:
+    """Prefetch hints for elements [start, start + count) of ``buffer``, one a cache line."""
+    step = max(1, line_bytes // max(1, buffer.elem.bits // 8))
+    lines = kir.binary("floordiv", add(count, index(step - 1)), index(step))
+    return For(var, index(0), lines, [Prefetch(buffer, add(start, mul(index_var(var), index(step))))])
+
+
 def walk(statements: list):
     """Every statement of ``statements``, nested ones (loop and branch bodies) after their parent."""
     for statement in statements:
@@ -360,5 +370,5 @@ def format_kernel(kernel: Kernel) -> str:
 
 
 __all__ = ["ACCUMULATIONS", "Accum", "Alloc", "Assign", "Buffer", "For", "INDEX", "If", "Kernel", "Load", "Move", "ParamVector",
-           "Prefetch", "Store", "TransposeBlock", "add", "format_kernel", "index", "index_var", "load", "mul", "verify", "walk",
-           "IRError"]
+           "Prefetch", "Store", "TransposeBlock", "add", "format_kernel", "index", "index_var", "load", "mul", "prefetch_run",
+           "verify", "walk", "IRError"]

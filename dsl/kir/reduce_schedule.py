@@ -34,6 +34,7 @@ from ..dtypes import DType
 from . import expr as kir
 from . import loops as L
 from . import types
+from .elementwise import STAGE
 
 _elem = types.element_type
 KINDS = ("sum", "mean", "max", "min", "softmax", "logsoftmax", "argmax", "argmin")
@@ -368,12 +369,63 @@ def staged_kernel(stages: list, outputs: list, out_dtypes: list, inputs: list, r
             per_outer.append(L.Assign(stage.var.name, result))
         else:
             definitions[stage.var.name] = result
-    stores = [L.Store(out, _out_index(range(rank)), kir.cast(resolve(expression), dt), j in stream)
-              for j, (out, expression, dt) in enumerate(zip(outs, outputs, out_dtypes))]
-    per_outer += _nest(list(range(layout.first, rank)), layout, stores)
+    values = [kir.cast(resolve(expression), dt) for expression, dt in zip(outputs, out_dtypes)]
+    if scalar and rank >= 2 and layout.first == rank - 1:  # rows: the next one's start prefetched, as the row schedule does
+        per_outer = [*_prefetch_next_row(buffers, blocks, inner, layout, rank), *per_outer]
+        if stream:
+            staged = {j: L.Buffer(f"stg{j}", outs[j].elem, "temp") for j in stream}
+            allocs += [L.Alloc(buffer, L.index(STAGE)) for buffer in staged.values()]
+            per_outer += _streamed_row(outs, values, staged, rank)
+        else:
+            per_outer += _nest([rank - 1], layout, [L.Store(out, _out_index(range(rank)), value)
+                                                    for out, value in zip(outs, values)])
+    else:
+        stores = [L.Store(out, _out_index(range(rank)), value, j in stream)
+                  for j, (out, value) in enumerate(zip(outs, values))]
+        per_outer += _nest(list(range(layout.first, rank)), layout, stores)
     body = [*allocs, *_nest(list(range(layout.first)), layout, per_outer)]
     temps = [a.buffer for a in allocs]
     return L.Kernel("staged", [*buffers, *outs, *temps], _params(rank, len(inputs)), [*strides, *body])
+
+
+def _streamed_row(outs: list, values: list, staged: dict, rank: int) -> list:
+    """A row's output pass in strips of STAGE elements: the outputs in ``staged`` computed into
+    L1 buffers, then copied out with streaming stores (the elementwise schedule's strips). A
+    streaming store in the loop that computes a division ran at half the speed:
+    RMSNormalization [4096, 4096], 2 threads, 17.8 -> 9.3 ms (not streamed: 9.7; onnxruntime 9.2-10.2)."""
+    last = rank - 1
+    i, start = L.index_var(f"i{last}"), L.index_var("sb_")
+    at, where = kir.binary("sub", i, start), _out_index(range(rank))
+    compute = [L.Store(staged[j], at, value) if j in staged else L.Store(out, where, value)
+               for j, (out, value) in enumerate(zip(outs, values))]
+    copy = [L.Move(outs[j], where, buffer, at, True) for j, buffer in staged.items()]
+    n = L.index_var(f"n{last}")
+    strips = kir.binary("floordiv", L.add(n, L.index(STAGE - 1)), L.index(STAGE))
+    return [L.For("st_", L.index(0), strips, [
+        L.Assign("sb_", L.mul(L.index_var("st_"), L.index(STAGE))),
+        L.Assign("se_", kir.binary("min", L.add(start, L.index(STAGE)), n)),
+        L.For(f"i{last}", start, L.index_var("se_"), compute), L.For(f"i{last}", start, L.index_var("se_"), copy)])]
+
+
+def _prefetch_next_row(buffers: list, blocks: list, inner: list, layout: ReduceLayout, rank: int) -> list:
+    """Before a row's passes (the reduced last dim of one outer index), prefetches of the first
+    L.NEXT_ROW_BYTES of the next row of each input read along it with unit stride. Interleaved
+    medians of 31, 2 threads, float32 [8192, 1024]: layer norm 6.52 -> 6.13 ms (7.04 -> 6.39 in a
+    second run), RMS norm 5.10 -> 4.71 (5.43 -> 4.98)."""
+    k, last = rank - 2, rank - 1
+    _, high = _bounds(layout, k)
+    lines = []
+    for i, buffer in enumerate(buffers):
+        if buffer.packed or inner[i] != 1 or any(b != 1 for b in blocks[i]):
+            continue
+        per_row = L.NEXT_ROW_BYTES // max(1, buffer.elem.bits // 8)
+        row = L.add(L.index_var(f"o{i}"), *[L.mul(L.index_var(f"i{d}"), L.index_var(f"s{i}_{d}")) for d in range(last)])
+        lines.append(L.If(kir.compare("ne", L.index_var(f"s{i}_{k}"), L.index(0)), [
+            L.prefetch_run(buffer, L.add(row, L.index_var(f"s{i}_{k}")),
+                           kir.binary("min", L.index_var(f"n{last}"), L.index(per_row)))]))
+    if not lines:
+        return []
+    return [L.If(kir.compare("lt", L.add(L.index_var(f"i{k}"), L.index(1)), high), lines)]
 
 
 def _softmax_body(value, layout: ReduceLayout, rank: int, out: L.Buffer, out_dtype: DType, math: str, acc_size,

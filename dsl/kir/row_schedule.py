@@ -54,7 +54,7 @@ from .reduce_schedule import _acc_dtype, _init, accumulation, guarded_extremes
 
 REDUCTIONS = ("sum", "mean", "max", "min")
 SOFTMAX = ("softmax", "logsoftmax")
-PREFETCH_BYTES = 4096  # of the next row, at most
+PREFETCH_BYTES = L.NEXT_ROW_BYTES  # of the next row, at most
 LN_2_64 = 64 * math.log(2.0)
 
 
@@ -280,10 +280,8 @@ class _RowSchedule(_Schedule):
             size = max(1, buffer.elem.bits // 8)
             widest = max(widest, size)
             span = kir.binary("min", self.rowlen, _c(PREFETCH_BYTES // size))
-            step = max(1, LINE_BYTES // size)
             lines.append(L.If(kir.compare("ne", U(f"s{i}_{k}"), _c(0)), [
-                L.For("f_", _c(0), kir.binary("floordiv", L.add(span, _c(step - 1)), _c(step)), [
-                    L.Prefetch(buffer, L.add(U(f"p{i}_{k}"), U(f"s{i}_{k}"), L.mul(U("f_"), _c(step))))])]))
+                L.prefetch_run(buffer, L.add(U(f"p{i}_{k}"), U(f"s{i}_{k}")), span, line_bytes=LINE_BYTES)]))
         if not lines:
             return []
         cond = kir.compare("lt", L.add(U(f"i{k}"), _c(1)), end)
